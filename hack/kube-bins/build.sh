@@ -31,6 +31,10 @@ for b in kube-apiserver etcd kube-controller-manager kube-scheduler kubectl; do
 done
 echo "kube-bins: building kwok $KWOK_VERSION"
 CGO_ENABLED=0 GOBIN="$out" GOFLAGS=-buildvcs=false go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+# kwok needs Stage definitions; take kwok's own "fast" node and pod stages from its module.
+kwokdir=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+{ for f in node/fast/node-initialize node/heartbeat/node-heartbeat pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+    echo "---"; cat "$kwokdir/kustomize/stage/$f.yaml"; done; } > "$out/kwok-stages.yaml"
 echo "$KUBE_VERSION" > "$out/VERSION"
 rm -f "$out"/.stamp-*
 touch "$stamp"

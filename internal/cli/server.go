@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/droverhq/drover/internal/server"
+)
+
+func newServerCommand() *cobra.Command {
+	opts := server.Options{}
+	var verbose bool
+	home, _ := os.UserHomeDir()
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run drover's controllers (on --kubeconfig, in-cluster, or an embedded control plane)",
+		Long: `Run drover's controller manager.
+
+With --kubeconfig, drover runs against that cluster; inside a pod, against its own cluster.
+With neither, it starts an embedded control plane (etcd, kube-apiserver,
+kube-controller-manager) under --data-dir and writes an admin kubeconfig to
+<data-dir>/kubeconfig. State survives restarts; Ctrl-C stops everything it started.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			setupLogging(verbose)
+			return server.Run(cmd.Context(), opts, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run against (default: in-cluster, else embedded)")
+	f.StringVar(&opts.DataDir, "data-dir", filepath.Join(home, ".drover"), "state of the embedded control plane")
+	f.StringVar(&opts.BinDir, "bin-dir", server.DefaultBinDir(), "directory with the Kubernetes binaries for the embedded control plane (make tools)")
+	f.IntVar(&opts.APIServerPort, "apiserver-port", 6443, "embedded kube-apiserver port on 127.0.0.1 (0 picks a free port)")
+	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", "127.0.0.1:8080", "address of /metrics (0 disables it)")
+	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", "127.0.0.1:8081", "address of /healthz and /readyz")
+	f.BoolVar(&opts.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles")
+	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	return cmd
+}
+
+func setupLogging(verbose bool) {
+	level := zapcore.InfoLevel
+	if verbose {
+		level = zapcore.DebugLevel
+	}
+	var l logr.Logger = zap.New(zap.Level(level))
+	ctrl.SetLogger(l)
+}

@@ -1,0 +1,243 @@
+// Package server runs drover's controller manager, against a given cluster or against an
+// embedded local control plane that it starts itself.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/controlplane"
+	"github.com/droverhq/drover/internal/crds"
+)
+
+// SystemNamespace holds drover's own objects (leader-election lease, settings).
+const SystemNamespace = "drover-system"
+
+// Options configures the server.
+type Options struct {
+	// Kubeconfig selects the cluster to run against. Empty: in-cluster config, or with none, the
+	// embedded control plane.
+	Kubeconfig string
+	// DataDir holds the embedded control plane's state.
+	DataDir string
+	// BinDir holds the Kubernetes binaries for the embedded control plane.
+	BinDir string
+	// APIServerPort is the embedded API server's port (0 picks a free one).
+	APIServerPort int
+	// MetricsAddr serves /metrics ("0" disables it).
+	MetricsAddr string
+	// HealthAddr serves /healthz and /readyz.
+	HealthAddr string
+	// LeaderElect makes only one replica reconcile at a time.
+	LeaderElect bool
+	// Controllers are added to the manager before it starts.
+	Controllers []func(ctrl.Manager) error
+}
+
+// Scheme returns the scheme with every type drover's controllers use.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, managementv1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err) // programming error: conflicting type registrations
+		}
+	}
+	return s
+}
+
+// Run starts drover and blocks until ctx is cancelled or a fatal error happens. Everything it
+// started is stopped before it returns. Progress for the user goes to out.
+func Run(ctx context.Context, opts Options, out io.Writer) error {
+	for _, a := range []struct{ flag, addr string }{{"--metrics-bind-address", opts.MetricsAddr}, {"--health-probe-bind-address", opts.HealthAddr}} {
+		if err := checkListen(a.flag, a.addr); err != nil {
+			return err
+		}
+	}
+	var (
+		cfg *rest.Config
+		cp  *controlplane.ControlPlane
+		err error
+	)
+	switch {
+	case opts.Kubeconfig != "":
+		cfg, err = loadKubeconfig(ctx, opts.Kubeconfig)
+	default:
+		if cfg, err = rest.InClusterConfig(); err == nil {
+			break
+		}
+		start := time.Now()
+		fmt.Fprintf(out, "No --kubeconfig and not in a cluster: starting the embedded control plane in %s\n", opts.DataDir)
+		cp, err = controlplane.Start(ctx, controlplane.Options{
+			BinDir: opts.BinDir, DataDir: opts.DataDir, APIServerPort: opts.APIServerPort, ControllerManager: true,
+		})
+		if err == nil {
+			defer func() {
+				fmt.Fprintln(out, "Stopping the embedded control plane")
+				cp.Stop()
+			}()
+			cfg = cp.RESTConfig()
+			fmt.Fprintf(out, "Embedded control plane ready in %s\n", time.Since(start).Round(10*time.Millisecond))
+		}
+	}
+	if err != nil {
+		return err
+	}
+
+	scheme := Scheme()
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	if err := crds.Install(ctx, c); err != nil {
+		return fmt.Errorf("install drover CRDs: %w", err)
+	}
+	if err := ensureNamespace(ctx, c, SystemNamespace); err != nil {
+		return err
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.HealthAddr,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              "drover-controller-manager",
+		LeaderElectionNamespace:       SystemNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("create controller manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add healthz check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("add readyz check: %w", err)
+	}
+	for _, add := range opts.Controllers {
+		if err := add(mgr); err != nil {
+			return fmt.Errorf("set up controllers: %w", err)
+		}
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mgrErr := make(chan error, 1)
+	go func() { mgrErr <- mgr.Start(runCtx) }()
+
+	if cp != nil {
+		fmt.Fprintf(out, "drover is running. Use the embedded cluster with:\n  export KUBECONFIG=%s\n  kubectl get clusters.management.drover.io -A\n", cp.KubeconfigPath())
+	} else {
+		fmt.Fprintf(out, "drover is running against %s\n", cfg.Host)
+	}
+	var exited <-chan error
+	if cp != nil {
+		exited = cp.Exited()
+	}
+	select {
+	case err := <-mgrErr:
+		if err != nil {
+			return fmt.Errorf("controller manager: %w", err)
+		}
+		return nil
+	case err := <-exited:
+		cancel()
+		<-mgrErr
+		return fmt.Errorf("embedded control plane failed: %w", err)
+	case <-ctx.Done():
+		fmt.Fprintln(out, "Shutting down")
+		return <-mgrErr
+	}
+}
+
+// loadKubeconfig reads a kubeconfig and checks that its cluster answers, so a wrong file fails at
+// start with a clear message instead of as retries later.
+func loadKubeconfig(ctx context.Context, path string) (*rest.Config, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: file not found: pass the path of a kubeconfig file", path)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s is not a valid kubeconfig: %w", path, err)
+	}
+	probe := rest.CopyConfig(cfg)
+	probe.Timeout = 10 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(probe)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := dc.ServerVersion(); done <- err }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the cluster of --kubeconfig %s at %s (%v): check that it is running and the file is current", path, cfg.Host, err)
+	}
+	return cfg, nil
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+func checkListen(flag, addr string) error {
+	if addr == "" || addr == "0" {
+		return nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s %s: cannot listen (%v): pass a free address, or 0 to disable", flag, addr, errors.Unwrap(err))
+	}
+	return l.Close()
+}
+
+// DefaultBinDir is where the Kubernetes binaries are looked for: $DROVER_KUBE_BIN_DIR, else
+// k8s/ next to the drover executable (bin/k8s for bin/drover), else ./bin/k8s.
+func DefaultBinDir() string {
+	if d := os.Getenv("DROVER_KUBE_BIN_DIR"); d != "" {
+		return d
+	}
+	if exe, err := os.Executable(); err == nil {
+		d := filepath.Join(filepath.Dir(exe), "k8s")
+		if _, err := os.Stat(d); err == nil {
+			return d
+		}
+	}
+	return filepath.Join("bin", "k8s")
+}

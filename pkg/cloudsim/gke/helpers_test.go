@@ -1,0 +1,164 @@
+package gke_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/auth"
+	container "google.golang.org/api/container/v1"
+	"google.golang.org/api/googleapi"
+
+	"github.com/droverhq/drover/pkg/cloudsim/gke"
+)
+
+const (
+	project  = "drover-test"
+	region   = "us-central1"
+	saEmail  = "drover@drover-test.iam.gserviceaccount.com"
+	waitFor  = 10 * time.Second
+	pollTick = 5 * time.Millisecond
+)
+
+func parent(location string) string { return "projects/" + project + "/locations/" + location }
+
+func clusterPath(location, name string) string { return parent(location) + "/clusters/" + name }
+
+func poolPath(location, cluster, pool string) string {
+	return clusterPath(location, cluster) + "/nodePools/" + pool
+}
+
+// newService returns an unmodified container/v1 client authenticated with a fresh key of
+// email, granted the projects.
+func newService(t *testing.T, ts *gke.TestServer, email string, projects ...string) *container.Service {
+	t.Helper()
+	key, err := ts.NewServiceAccountKey(email, projects...)
+	if err != nil {
+		t.Fatalf("NewServiceAccountKey: %v", err)
+	}
+	svc, err := container.NewService(t.Context(), ts.ClientOptions(key)...)
+	if err != nil {
+		t.Fatalf("container.NewService: %v", err)
+	}
+	return svc
+}
+
+// apiStatus returns the HTTP code and google.rpc status of an API error, or 0, "".
+func apiStatus(err error) (int, string) {
+	var herr *googleapi.Error
+	if !errors.As(err, &herr) {
+		return 0, ""
+	}
+	var body struct {
+		Error struct {
+			Status string `json:"status"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(herr.Body), &body)
+	return herr.Code, body.Error.Status
+}
+
+// retrier is drover-style backoff for what the SDK does not retry: throttling, 5xx, dropped
+// connections and failed token fetches. It counts the attempts that reached the API.
+type retrier struct {
+	attempts atomic.Int64 // calls answered by the API (success or API error)
+	retries  atomic.Int64
+}
+
+func (rt *retrier) do(ctx context.Context, t *testing.T, call func() error) error {
+	t.Helper()
+	backoff := 2 * time.Millisecond
+	for {
+		err := call()
+		var herr *googleapi.Error
+		if err == nil || errors.As(err, &herr) {
+			rt.attempts.Add(1)
+		}
+		if !retryable(err) {
+			return err
+		}
+		rt.retries.Add(1)
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return err
+		case <-timer.C:
+		}
+		backoff = min(2*backoff, 50*time.Millisecond)
+	}
+}
+
+func retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var herr *googleapi.Error
+	if errors.As(err, &herr) {
+		return herr.Code == http.StatusTooManyRequests || herr.Code >= 500
+	}
+	var aerr *auth.Error
+	if errors.As(err, &aerr) && aerr.Response != nil {
+		return aerr.Response.StatusCode == http.StatusTooManyRequests || aerr.Response.StatusCode >= 500
+	}
+	var uerr *url.Error
+	return errors.As(err, &uerr)
+}
+
+// waitOp polls operations.get until the operation is DONE.
+func waitOp(t *testing.T, svc *container.Service, rt *retrier, location string, op *container.Operation) *container.Operation {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
+	defer cancel()
+	tick := time.NewTicker(pollTick)
+	defer tick.Stop()
+	name := parent(location) + "/operations/" + op.Name
+	for {
+		var got *container.Operation
+		err := rt.do(ctx, t, func() (err error) {
+			got, err = svc.Projects.Locations.Operations.Get(name).Context(ctx).Do()
+			return err
+		})
+		if err != nil {
+			t.Fatalf("operations.get %s: %v", op.Name, err)
+		}
+		if got.Status == "DONE" {
+			if got.Error != nil {
+				t.Fatalf("operation %s (%s) failed: %s", got.Name, got.OperationType, got.Error.Message)
+			}
+			return got
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("operation %s (%s) still %s after %v", op.Name, op.OperationType, got.Status, waitFor)
+		case <-tick.C:
+		}
+	}
+}
+
+func getCluster(t *testing.T, svc *container.Service, rt *retrier, location, name string) *container.Cluster {
+	t.Helper()
+	var c *container.Cluster
+	err := rt.do(t.Context(), t, func() (err error) {
+		c, err = svc.Projects.Locations.Clusters.Get(clusterPath(location, name)).Context(t.Context()).Do()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("clusters.get %s: %v", name, err)
+	}
+	return c
+}
+
+func findPool(c *container.Cluster, name string) *container.NodePool {
+	for _, np := range c.NodePools {
+		if np.Name == name {
+			return np
+		}
+	}
+	return nil
+}
