@@ -189,7 +189,10 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request, rt *route) 
 		return
 	}
 
-	now := s.now()
+	// Tokens live on the wall clock, not Options.Clock: clients (MSAL, azcore) cache them by
+	// wall time, so a simulated clock moved forward would leave them stuck with a token the
+	// simulator calls expired.
+	now := time.Now()
 	tok := randomToken()
 	s.tokMu.Lock()
 	if len(s.tokens) > 1024 && now.Sub(s.lastPrune) > time.Minute {
@@ -264,8 +267,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rt *route) (*
 		writeError(w, errorf(http.StatusUnauthorized, "InvalidAuthenticationToken", "The access token is invalid."))
 		return nil, false
 	}
-	now := s.now()
-	if !now.Before(tok.expires) {
+	if now := time.Now(); !now.Before(tok.expires) {
 		challenge("The access token expiry UTC time is earlier than current UTC time.")
 		writeError(w, errorf(http.StatusUnauthorized, "ExpiredAuthenticationToken",
 			"The access token expiry UTC time '%s' is earlier than current UTC time '%s'.", tok.expires.UTC().Format(time.RFC1123), now.UTC().Format(time.RFC1123)))

@@ -2,6 +2,7 @@ package aks_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync/atomic"
@@ -208,4 +209,30 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+func derefSlice(s []*string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = deref(v)
+	}
+	return out
+}
+
+// profileProps converts a cluster's agentPoolProfiles entry to the AgentPool properties type
+// (the SDK keeps them as two structs with the same fields).
+func profileProps(t *testing.T, p *armcontainerservice.ManagedClusterAgentPoolProfile) *armcontainerservice.ManagedClusterAgentPoolProfileProperties {
+	t.Helper()
+	if p == nil {
+		t.Fatal("pool missing from agentPoolProfiles")
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out armcontainerservice.ManagedClusterAgentPoolProfileProperties
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
 }

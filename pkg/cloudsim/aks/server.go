@@ -32,7 +32,8 @@ type Options struct {
 	// Delay is how long every long-running operation (create, update, upgrade, scale, delete)
 	// stays in progress. Default 2s; tests use a few tens of milliseconds.
 	Delay time.Duration
-	// Clock drives operations and token expiry. Default simcore.RealClock.
+	// Clock drives long-running operations. Default simcore.RealClock. Token expiry follows the
+	// wall clock, because the SDK caches tokens by wall time.
 	Clock simcore.Clock
 	// Faults is the initial fault configuration (see Faults() to change it while running).
 	Faults simcore.FaultConfig
