@@ -168,6 +168,13 @@ type ClusterStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// PendingOperations are provider operations drover started and has not yet seen finish
+	// (EKS update IDs, ARM operation URLs, GKE operation names).
+	// +optional
+	PendingOperations []string `json:"pendingOperations,omitempty"`
+	// RefreshRequest is the value of the management.drover.io/refresh annotation last acted on.
+	// +optional
+	RefreshRequest string `json:"refreshRequest,omitempty"`
 	// LastRefreshTime is when the provider's state was last read.
 	// +optional
 	LastRefreshTime *metav1.Time `json:"lastRefreshTime,omitempty"`

@@ -114,6 +114,11 @@ func (in *ClusterStatus) DeepCopyInto(out *ClusterStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.PendingOperations != nil {
+		in, out := &in.PendingOperations, &out.PendingOperations
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.LastRefreshTime != nil {
 		in, out := &in.LastRefreshTime, &out.LastRefreshTime
 		*out = (*in).DeepCopy()

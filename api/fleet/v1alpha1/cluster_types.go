@@ -1,0 +1,102 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterSpec is the desired state of a registered downstream cluster.
+type ClusterSpec struct {
+	// ClientID identifies the downstream cluster's agent. Set it to pre-create a Cluster that an
+	// agent-initiated registration with the same clientID lands on; left empty, the importer
+	// generates one (manager-initiated) or the first registration sets it (agent-initiated).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ClientID string `json:"clientID,omitempty"`
+
+	// KubeConfigSecret names a Secret in the Cluster's namespace whose key "value" is a kubeconfig
+	// for the downstream cluster (manager-initiated registration). Keys apiServerURL and
+	// apiServerCA, if present, override drover's configured management API server URL and CA.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	KubeConfigSecret string `json:"kubeConfigSecret,omitempty"`
+
+	// AgentNamespace is the downstream namespace of the agent (default drover-agent).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	AgentNamespace string `json:"agentNamespace,omitempty"`
+
+	// AgentImage overrides the agent's container image.
+	// +optional
+	AgentImage string `json:"agentImage,omitempty"`
+
+	// RedeployAgentGeneration forces the importer to redeploy the agent when it changes.
+	// +optional
+	RedeployAgentGeneration int64 `json:"redeployAgentGeneration,omitempty"`
+}
+
+// AgentStatus is what the agent reports.
+type AgentStatus struct {
+	// LastSeen is the agent's last heartbeat.
+	// +optional
+	LastSeen *metav1.Time `json:"lastSeen,omitempty"`
+	// Namespace is the agent's downstream namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ClusterStatus is the observed state of a registered cluster.
+type ClusterStatus struct {
+	// Namespace is the cluster namespace holding this cluster's BundleDeployments.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Conditions: Ready (namespace and RBAC in place), Imported (manager-initiated only).
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Agent is the agent's own report.
+	// +optional
+	Agent AgentStatus `json:"agent,omitempty"`
+	// APIServerURL is the management API server URL the deployed agent was given.
+	// +optional
+	APIServerURL string `json:"apiServerURL,omitempty"`
+	// APIServerCAHash is the sha256 of the CA the deployed agent was given.
+	// +optional
+	APIServerCAHash string `json:"apiServerCAHash,omitempty"`
+	// AgentDeployedGeneration is the redeployAgentGeneration the agent was last deployed for.
+	// +optional
+	AgentDeployedGeneration *int64 `json:"agentDeployedGeneration,omitempty"`
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// Cluster is a downstream Kubernetes cluster registered with drover; its agent applies the
+// BundleDeployments in the cluster namespace.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=fc;fleetcluster,categories=drover
+// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Last-Seen",type=date,JSONPath=`.status.agent.lastSeen`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Cluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterSpec   `json:"spec,omitempty"`
+	Status ClusterStatus `json:"status,omitempty"`
+}
+
+// ClusterList is a list of Clusters.
+// +kubebuilder:object:root=true
+type ClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Cluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Cluster{}, &ClusterList{})
+}

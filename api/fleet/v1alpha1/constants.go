@@ -1,0 +1,92 @@
+package v1alpha1
+
+// Well-known namespaces.
+const (
+	// DefaultWorkspaceNamespace holds Clusters, tokens and registrations by default.
+	DefaultWorkspaceNamespace = "drover-default"
+	// LocalWorkspaceNamespace holds the local cluster.
+	LocalWorkspaceNamespace = "drover-local"
+	// SystemRegistrationNamespace holds the registration secrets (c-<hash>).
+	SystemRegistrationNamespace = "drover-clusters-system"
+	// LocalClusterName is the name of the Cluster drover registers for the cluster it runs in.
+	LocalClusterName = "local"
+)
+
+// Labels and annotations. Everything under LabelPrefix is reserved: agents cannot set such
+// labels on their Cluster through a ClusterRegistration.
+const (
+	LabelPrefix = "fleet.drover.io/"
+	// ClusterLabel names the Cluster an object belongs to.
+	ClusterLabel = LabelPrefix + "cluster"
+	// ClusterUIDLabel carries the UID of that Cluster, so a re-created Cluster of the same name
+	// never adopts (or inherits the rights of) its predecessor's objects.
+	ClusterUIDLabel = LabelPrefix + "cluster-uid"
+	// ClusterNamespaceLabel names the workspace namespace of that Cluster.
+	ClusterNamespaceLabel = LabelPrefix + "cluster-namespace"
+	// RegistrationLabel names the ClusterRegistration an object was created for.
+	RegistrationLabel = LabelPrefix + "cluster-registration"
+	// TokenLabel names the ClusterRegistrationToken a registration or import identity belongs to.
+	TokenLabel = LabelPrefix + "registration-token"
+	// ManagedLabel marks objects drover created and will delete.
+	ManagedLabel = LabelPrefix + "managed"
+)
+
+// Secret types and keys.
+const (
+	// SecretTypeRegistrationValues is the type of a token's values secret.
+	SecretTypeRegistrationValues = "fleet.drover.io/cluster-registration-values"
+	// SecretTypeAgentCredential is the type of registration secrets and the agent credential.
+	SecretTypeAgentCredential = "fleet.drover.io/agent-credential"
+	// SecretTypeAgentBootstrap is the type of the downstream bootstrap secret.
+	SecretTypeAgentBootstrap = "fleet.drover.io/agent-bootstrap"
+
+	KeyAPIServerURL                = "apiServerURL"
+	KeyAPIServerCA                 = "apiServerCA"
+	KeyToken                       = "token"
+	KeyTokenName                   = "tokenName"
+	KeyTokenExpiry                 = "tokenExpiry"
+	KeyClusterNamespace            = "clusterNamespace"
+	KeyClusterName                 = "clusterName"
+	KeyDeploymentNamespace         = "deploymentNamespace"
+	KeyServiceAccount              = "serviceAccount"
+	KeySystemRegistrationNamespace = "systemRegistrationNamespace"
+	KeyClientID                    = "clientID"
+	KeyKubeconfig                  = "value"
+)
+
+// Condition types.
+const (
+	// ConditionReady: the object has done its job (token issued, cluster checked in, ...).
+	ConditionReady = "Ready"
+	// ConditionImported: the agent and bootstrap secret were deployed to the downstream cluster.
+	ConditionImported = "Imported"
+	// ConditionGranted: the registration was granted and its secret written.
+	ConditionGranted = "Granted"
+	// ConditionApplied: the BundleDeployment's manifests were applied downstream.
+	ConditionApplied = "Applied"
+)
+
+// Condition reasons. They are part of the API: tools and tests match on them.
+const (
+	ReasonSucceeded           = "Succeeded"
+	ReasonPending             = "Pending"
+	ReasonMissingTTL          = "MissingTTL"
+	ReasonExpired             = "Expired"
+	ReasonMissingAPIServerURL = "MissingAPIServerURL"
+	ReasonKubeconfigMissing   = "KubeconfigSecretMissing"
+	ReasonKubeconfigInvalid   = "KubeconfigInvalid"
+	ReasonCertificateInvalid  = "CertificateInvalid"
+	ReasonUnreachable         = "Unreachable"
+	ReasonUnauthorized        = "Unauthorized"
+	ReasonDeployFailed        = "AgentDeployFailed"
+	ReasonReservedLabel       = "ReservedLabel"
+	ReasonInvalidClientID     = "InvalidClientID"
+	ReasonClusterConflict     = "ClusterConflict"
+	ReasonWaitingForNamespace = "WaitingForNamespace"
+	ReasonApplyFailed         = "ApplyFailed"
+	ReasonWaitCheckIn         = "WaitCheckIn"
+	ReasonCredentialRevoked   = "CredentialRevoked"
+	ReasonBootstrapMissing    = "BootstrapSecretMissing"
+	ReasonRegistrationFailed  = "RegistrationFailed"
+	ReasonRegistered          = "Registered"
+)

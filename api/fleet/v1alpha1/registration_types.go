@@ -1,0 +1,117 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterRegistrationTokenSpec is the desired state of a registration token.
+type ClusterRegistrationTokenSpec struct {
+	// TTL is how long the token (and its import identity) lives. drover refuses tokens without
+	// one unless it runs with registration tokens without TTL allowed.
+	// +optional
+	TTL *metav1.Duration `json:"ttl,omitempty"`
+}
+
+// ClusterRegistrationTokenStatus is the observed state of a registration token.
+type ClusterRegistrationTokenStatus struct {
+	// Expires is when the token and everything created for it are deleted.
+	// +optional
+	Expires *metav1.Time `json:"expires,omitempty"`
+	// SecretName is the Secret holding the values an agent installation needs.
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+	// ServiceAccountName is the import identity.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// Conditions: Ready.
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ClusterRegistrationToken issues an import identity: it may create ClusterRegistrations in this
+// namespace and read only the registration secrets answering them.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=crt,categories=drover
+// +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.status.secretName`
+// +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.expires`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+type ClusterRegistrationToken struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterRegistrationTokenSpec   `json:"spec,omitempty"`
+	Status ClusterRegistrationTokenStatus `json:"status,omitempty"`
+}
+
+// ClusterRegistrationTokenList is a list of ClusterRegistrationTokens.
+// +kubebuilder:object:root=true
+type ClusterRegistrationTokenList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterRegistrationToken `json:"items"`
+}
+
+// ClusterRegistrationSpec is an agent's request to be registered. It is immutable.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+type ClusterRegistrationSpec struct {
+	// ClientID identifies the downstream cluster (preset, or its kube-system namespace UID).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ClientID string `json:"clientID"`
+	// ClientRandom is a fresh random value; with clientID it names the registration secret.
+	// +kubebuilder:validation:MinLength=16
+	// +kubebuilder:validation:MaxLength=128
+	ClientRandom string `json:"clientRandom"`
+	// ClusterLabels are put on a Cluster created for this registration. Labels under
+	// fleet.drover.io/ are reserved.
+	// +optional
+	ClusterLabels map[string]string `json:"clusterLabels,omitempty"`
+}
+
+// ClusterRegistrationStatus is the observed state of a registration.
+type ClusterRegistrationStatus struct {
+	// Granted is true once the registration secret was written.
+	// +optional
+	Granted bool `json:"granted,omitempty"`
+	// ClusterName is the Cluster the registration was matched to.
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+	// Conditions: Granted.
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ClusterRegistration is created by an agent with its import identity; drover answers it with a
+// registration secret holding the request identity.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=creg,categories=drover
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.status.clusterName`
+// +kubebuilder:printcolumn:name="Granted",type=boolean,JSONPath=`.status.granted`
+type ClusterRegistration struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterRegistrationSpec   `json:"spec"`
+	Status ClusterRegistrationStatus `json:"status,omitempty"`
+}
+
+// ClusterRegistrationList is a list of ClusterRegistrations.
+// +kubebuilder:object:root=true
+type ClusterRegistrationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterRegistration `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ClusterRegistrationToken{}, &ClusterRegistrationTokenList{},
+		&ClusterRegistration{}, &ClusterRegistrationList{})
+}

@@ -1,0 +1,217 @@
+package eks_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/internal/hosted/eks"
+	"github.com/droverhq/drover/pkg/cloudsim/simcore"
+	sim "github.com/droverhq/drover/pkg/cloudsim/eks"
+	"github.com/droverhq/drover/test/envtest"
+)
+
+var mgmt *envtest.Cluster
+
+func TestMain(m *testing.M) {
+	var err error
+	mgmt, err = envtest.Start("management", envtest.Options{InstallCRDs: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = mgmt.Stop()
+	os.Exit(code)
+}
+
+const (
+	simDelay = time.Minute
+	refresh  = 5 * time.Minute
+)
+
+// env is one test's world: a namespace, a simulator with a manual clock, a reconciler driven
+// step by step, and the "console" (a direct SDK client).
+type env struct {
+	t       *testing.T
+	ns      string
+	sim     *sim.Server
+	url     string
+	simTime *simcore.ManualClock
+	clock   *clocktesting.FakeClock
+	r       *hosted.Reconciler
+	events  *recorder
+	console *consoleClient
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	start := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
+	simTime := simcore.NewManualClock(start)
+	s, ts := sim.NewTestServer(t, sim.Options{Clock: simTime, Delay: simDelay})
+	e := &env{t: t, ns: mgmt.Namespace(t), sim: s, url: ts.URL, simTime: simTime, clock: clocktesting.NewFakeClock(start), events: &recorder{}}
+	e.r = &hosted.Reconciler{
+		Client: mgmt.Client, Providers: []hosted.Provider{eks.Provider{RetryMaxAttempts: 10}}, Recorder: e.events,
+		Clock: e.clock, RefreshInterval: refresh, PollInterval: 10 * time.Second,
+	}
+	e.console = &consoleClient{sim.NewClient(ts.URL, "us-west-2", sim.DefaultAccessKeyID, sim.DefaultSecretAccessKey)}
+	e.secret("aws", sim.DefaultAccessKeyID, sim.DefaultSecretAccessKey)
+	return e
+}
+
+func (e *env) secret(name, key, secret string) {
+	e.t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, StringData: map[string]string{
+		eks.KeyAccessKeyID: key, eks.KeySecretAccessKey: secret, eks.KeyEndpoint: e.url,
+	}}
+	if err := mgmt.Client.Create(context.Background(), s); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// reconcile runs one pass.
+func (e *env) reconcile(name string) (reconcile.Result, error) {
+	return e.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.ns, Name: name}})
+}
+
+// settle runs passes, moving the simulator's clock past running operations, until the cluster
+// is active and in sync (or gone), and returns it.
+func (e *env) settle(name string) *v1.Cluster {
+	e.t.Helper()
+	for i := 0; i < 60; i++ {
+		res, err := e.reconcile(name)
+		c := &v1.Cluster{}
+		if gerr := mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, c); gerr != nil {
+			return nil // deleted
+		}
+		if err != nil && !strings.Contains(err.Error(), "throttl") {
+			e.t.Fatalf("reconcile %s: %v\nstatus: %+v", name, err, c.Status)
+		}
+		if err == nil && c.Status.Phase == v1.PhaseActive && res.RequeueAfter >= refresh && c.DeletionTimestamp.IsZero() {
+			return c
+		}
+		if c.Status.Phase == v1.PhaseFailed || condIs(c, hosted.CondConfigValid, metav1.ConditionFalse) || condIs(c, hosted.CondCredentials, metav1.ConditionFalse) {
+			return c
+		}
+		e.simTime.Advance(simDelay)
+		e.clock.Step(10 * time.Second)
+	}
+	e.t.Fatalf("cluster %s did not settle", name)
+	return nil
+}
+
+// refresh moves drover's clock to the next refresh and settles.
+func (e *env) refresh(name string) *v1.Cluster {
+	e.t.Helper()
+	e.clock.Step(refresh + refresh/5)
+	return e.settle(name)
+}
+
+func (e *env) get(name string) *v1.Cluster {
+	e.t.Helper()
+	c := &v1.Cluster{}
+	if err := mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, c); err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// edit changes the Cluster's config through the API, as a user would.
+func (e *env) edit(name string, f func(*v1.EKSClusterConfig)) {
+	e.t.Helper()
+	c := e.get(name)
+	patch := client.MergeFrom(c.DeepCopy())
+	f(c.Spec.EKSConfig)
+	if err := mgmt.Client.Patch(context.Background(), c, patch); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) simCluster(name string) sim.ClusterState {
+	e.t.Helper()
+	st, ok := e.sim.Cluster("us-west-2", name)
+	if !ok {
+		e.t.Fatalf("EKS cluster %s does not exist in the simulator", name)
+	}
+	return st
+}
+
+func condIs(c *v1.Cluster, t string, s metav1.ConditionStatus) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == t {
+			return cond.Status == s
+		}
+	}
+	return false
+}
+
+func cond(c *v1.Cluster, t string) metav1.Condition {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == t {
+			return cond
+		}
+	}
+	return metav1.Condition{}
+}
+
+// created is a full config for a cluster drover creates.
+func created(name string) *v1.Cluster {
+	return &v1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{
+			DisplayName: name, Region: "us-west-2", CredentialSecret: "aws",
+			KubernetesVersion: ptr.To("1.32"), ServiceRole: ptr.To("arn:aws:iam::123456789012:role/eks"),
+			Subnets: []string{"subnet-a", "subnet-b"}, Tags: map[string]string{"team": "platform"},
+			PublicAccess: ptr.To(true), PrivateAccess: ptr.To(false), LoggingTypes: []string{"api"},
+			NodeGroups: []v1.EKSNodeGroup{{Name: "ng-1", NodeRole: ptr.To("arn:aws:iam::123456789012:role/node"), DesiredSize: ptr.To[int32](2), MinSize: ptr.To[int32](1), MaxSize: ptr.To[int32](3), Labels: map[string]string{"pool": "one"}}},
+		}},
+	}
+}
+
+func (e *env) create(c *v1.Cluster) *v1.Cluster {
+	e.t.Helper()
+	c.Namespace = e.ns
+	if err := mgmt.Client.Create(context.Background(), c); err != nil {
+		e.t.Fatal(err)
+	}
+	return e.settle(c.Name)
+}
+
+// recorder keeps events for assertions.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason, action, note string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, fmt.Sprintf("%s %s %s", eventtype, reason, fmt.Sprintf(note, args...)))
+}
+
+func (r *recorder) find(reason string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		if strings.Contains(e, " "+reason+" ") {
+			out = append(out, e)
+		}
+	}
+	return out
+}

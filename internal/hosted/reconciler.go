@@ -1,0 +1,538 @@
+package hosted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/hosted/merge"
+)
+
+// Finalizer keeps a Cluster until its cloud resources are gone (or, imported, forgotten).
+const Finalizer = "management.drover.io/hosted-cluster"
+
+// RefreshAnnotation, set to any new value, asks for a refresh now.
+const RefreshAnnotation = "management.drover.io/refresh"
+
+// Condition types.
+const (
+	CondReady       = "Ready"
+	CondSynced      = "Synced"
+	CondUpdating    = "Updating"
+	CondConflict    = "Conflict"
+	CondCredentials = "CredentialsValid"
+	CondConfigValid = "ConfigValid"
+)
+
+// Reconciler syncs management Clusters with their provider.
+type Reconciler struct {
+	Client    client.Client
+	Providers []Provider
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+	// Limits rate-limits provider calls per account and location.
+	Limits *Limits
+	// RefreshInterval is how often an idle cluster is re-read (default 300s); Jitter is the
+	// fraction of it added at random so clusters spread out (default 0.1).
+	RefreshInterval time.Duration
+	Jitter          float64
+	// PollInterval is how often a cluster with work in progress is re-read (default 30s).
+	PollInterval time.Duration
+}
+
+func (r *Reconciler) defaults() {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.RefreshInterval == 0 {
+		r.RefreshInterval = 300 * time.Second
+	}
+	if r.Jitter == 0 {
+		r.Jitter = 0.1
+	}
+	if r.PollInterval == 0 {
+		r.PollInterval = 30 * time.Second
+	}
+	if r.Limits == nil {
+		r.Limits = &Limits{}
+	}
+}
+
+const secretIndex = "spec.credentialSecret"
+
+// SetupWithManager registers the reconciler. Status-only changes do not trigger it: they are
+// its own writes, and re-reading the cloud for them would waste quota.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.defaults()
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1.Cluster{}, secretIndex, func(o client.Object) []string {
+		c := o.(*v1.Cluster)
+		if p := r.provider(c); p != nil {
+			return []string{p.CredentialSecret(c)}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index clusters by credential secret: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.Cluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
+		Named("hosted-cluster").
+		Complete(r)
+}
+
+// clustersForSecret re-syncs the clusters using a credential Secret when it changes (rotation).
+func (r *Reconciler) clustersForSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1.ClusterList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, c := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+	}
+	return out
+}
+
+func (r *Reconciler) provider(c *v1.Cluster) Provider {
+	for _, p := range r.Providers {
+		if p.Matches(c) {
+			return p
+		}
+	}
+	return nil
+}
+
+// pass carries one reconcile's state.
+type pass struct {
+	r      *Reconciler
+	p      Provider
+	c      *v1.Cluster
+	orig   *v1.Cluster
+	log    func(msg string, kv ...any)
+	status *v1.ClusterStatus
+}
+
+// Reconcile runs one pass for one Cluster.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.defaults()
+	log := ctrl.LoggerFrom(ctx)
+	c := &v1.Cluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	p := r.provider(c)
+	if p == nil {
+		return reconcile.Result{}, nil
+	}
+	ps := &pass{r: r, p: p, c: c, orig: c.DeepCopy(), status: &c.Status, log: func(msg string, kv ...any) { log.Info(msg, kv...) }}
+
+	if !c.DeletionTimestamp.IsZero() {
+		res, err := ps.delete(ctx)
+		return res, ps.finish(ctx, err)
+	}
+	if !controllerutil.ContainsFinalizer(c, Finalizer) {
+		patch := client.MergeFrom(c.DeepCopy())
+		controllerutil.AddFinalizer(c, Finalizer)
+		if err := r.Client.Patch(ctx, c, patch); err != nil {
+			return reconcile.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+		ps.orig = c.DeepCopy()
+	}
+	res, err := ps.sync(ctx)
+	return res, ps.finish(ctx, err)
+}
+
+// finish writes the status if it changed and turns engine errors into results.
+func (ps *pass) finish(ctx context.Context, err error) error {
+	if !equalStatus(&ps.orig.Status, &ps.c.Status) {
+		patch := client.MergeFrom(ps.orig)
+		if perr := ps.r.Client.Status().Patch(ctx, ps.c, patch); perr != nil && !apierrors.IsNotFound(perr) {
+			return errors.Join(err, fmt.Errorf("patch status: %w", perr))
+		}
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return nil // reported in a condition; a spec change retriggers
+	}
+	return err
+}
+
+func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
+	c, p, st := ps.c, ps.p, ps.status
+	if err := p.Validate(c); err != nil {
+		return ps.invalid(err)
+	}
+	ps.setCondition(CondConfigValid, metav1.ConditionTrue, "Valid", "The config is valid.")
+
+	if !ps.due() {
+		return reconcile.Result{RequeueAfter: ps.untilDue()}, nil
+	}
+
+	sess, res, err := ps.connect(ctx)
+	if sess == nil {
+		return res, err
+	}
+	obs, err := sess.Observe(ctx, c)
+	if err != nil {
+		return ps.providerError("Observe", err)
+	}
+	ps.setCondition(CondCredentials, metav1.ConditionTrue, "Accepted", "The provider accepted the credentials.")
+	now := metav1.NewTime(ps.r.Clock.Now())
+	st.LastRefreshTime = &now
+	st.RefreshRequest = c.Annotations[RefreshAnnotation]
+	st.ObservedGeneration = c.Generation
+	st.PendingOperations = obs.Pending
+
+	config, err := p.Config(c)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	if !obs.Exists {
+		return ps.notFound(ctx, sess, config)
+	}
+	if st.Phase == "" && p.Imported(c) {
+		st.Phase = v1.PhaseImporting
+	}
+	if err := p.SetStatus(c, obs.Upstream, nil, obs); err != nil {
+		return reconcile.Result{}, err
+	}
+	if obs.Failed {
+		st.Phase = v1.PhaseFailed
+		st.FailureMessage = obs.FailedMessage
+		ps.setCondition(CondReady, metav1.ConditionFalse, "ProviderFailed", obs.FailedMessage)
+		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
+	}
+	if obs.Creating {
+		st.Phase = v1.PhaseCreating
+		ps.setCondition(CondReady, metav1.ConditionFalse, "Creating", "The provider is creating the cluster ("+obs.Status+").")
+		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
+	}
+
+	applied, err := p.Applied(c)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	policy := merge.Adopt
+	if c.Spec.SyncPolicy == v1.SyncPolicyEnforce {
+		policy = merge.Enforce
+	}
+	result := merge.ThreeWay(p.Schema(), policy, applied, config, obs.Upstream)
+
+	if obs.Updating {
+		// Mid-update the provider shows a mix of old and new: adopt nothing, push nothing.
+		st.Phase = v1.PhaseUpdating
+		ps.setCondition(CondUpdating, metav1.ConditionTrue, "InProgress", obs.Why)
+		ps.setCondition(CondReady, metav1.ConditionTrue, "Updating", "The cluster is usable; an update is in progress: "+obs.Why)
+		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
+	}
+	ps.setCondition(CondUpdating, metav1.ConditionFalse, "Idle", "No update is in progress.")
+
+	// Adopt upstream-only changes into the spec first: if the status write below were lost, the
+	// self-healing base rule (fields equal on both sides re-enter the base) keeps us correct.
+	schema := p.Schema()
+	newConfig := config
+	if len(result.Adopt) > 0 {
+		newConfig = deepCopyTree(config)
+		for _, ch := range result.Adopt {
+			schema.Set(newConfig, ch.Path, ch.Upstream, ch.HasUpstream)
+		}
+		if err := ps.patchSpec(ctx, newConfig); err != nil {
+			return reconcile.Result{}, err
+		}
+		for _, ch := range result.Adopt {
+			ps.event(corev1.EventTypeNormal, "Adopted", "Adopted", "%s.%s changed at the provider to %s; adopted into the config", p.Name()+"Config", ch.Path, show(ch.Upstream, ch.HasUpstream))
+		}
+	}
+
+	var done []merge.Change
+	var started *Started
+	if len(result.Push) > 0 {
+		effective := overlay(schema, obs.Upstream, newConfig)
+		if err := sess.CheckPush(result.Push, effective, obs.Upstream); err != nil {
+			return ps.invalid(err)
+		}
+		done, started, err = sess.Push(ctx, c, result.Push, effective, obs.Upstream)
+		if err != nil && !errors.Is(err, ErrBusy) {
+			// What was done before the error still counts.
+			ps.recordBase(applied, newConfig, result.Push, done)
+			return ps.providerError("Push", err)
+		}
+		if errors.Is(err, ErrBusy) {
+			ps.setCondition(CondUpdating, metav1.ConditionTrue, "ProviderBusy", "The provider is busy with another operation; drover will retry.")
+		}
+	}
+	ps.recordBase(applied, newConfig, result.Push, done)
+	ps.reportConflicts(result)
+	for _, ch := range result.Reverts {
+		if contains(done, ch.Path) {
+			ps.event(corev1.EventTypeNormal, "DriftReverted", "Reverted", "%s.%s changed at the provider to %s; reverted to %s (syncPolicy enforce)", p.Name()+"Config", ch.Path, show(ch.Upstream, ch.HasUpstream), show(ch.Config, ch.HasConfig))
+		}
+	}
+	if started != nil {
+		if started.ID != "" {
+			st.PendingOperations = append(st.PendingOperations, started.ID)
+		}
+		st.Phase = v1.PhaseUpdating
+		ps.setCondition(CondUpdating, metav1.ConditionTrue, "InProgress", started.What)
+		ps.event(corev1.EventTypeNormal, "UpdateStarted", "Update", "%s", started.What)
+	}
+	pending := len(result.Push) > len(done) || started != nil || errors.Is(err, ErrBusy)
+	st.FailureMessage = ""
+	if pending {
+		if started == nil {
+			st.Phase = v1.PhaseUpdating
+		}
+		ps.setCondition(CondSynced, metav1.ConditionFalse, "Pushing", fmt.Sprintf("%d field(s) still to push.", len(result.Push)-len(done)))
+		ps.setCondition(CondReady, metav1.ConditionTrue, "Updating", "The cluster is usable; drover is applying changes.")
+		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
+	}
+	st.Phase = v1.PhaseActive
+	ps.setCondition(CondSynced, metav1.ConditionTrue, "InSync", "Every managed field matches the provider.")
+	ps.setCondition(CondReady, metav1.ConditionTrue, "Active", "The cluster is active.")
+	return reconcile.Result{RequeueAfter: ps.nextRefresh()}, nil
+}
+
+// recordBase stores the new applied base: the config as it now is, except for changes that
+// were not pushed yet, which keep their old base so they are still seen as drover's changes.
+func (ps *pass) recordBase(applied, config map[string]any, push, done []merge.Change) {
+	schema := ps.p.Schema()
+	base := deepCopyTree(config)
+	for _, ch := range push {
+		if contains(done, ch.Path) {
+			continue
+		}
+		v, ok := schema.Get(applied, ch.Path)
+		schema.Set(base, ch.Path, v, ok)
+	}
+	_ = ps.p.SetStatus(ps.c, nil, base, nil)
+}
+
+func (ps *pass) reportConflicts(result merge.Result) {
+	if len(result.Conflicts) == 0 {
+		ps.setCondition(CondConflict, metav1.ConditionFalse, "NoConflict", "No field was changed on both sides since the last sync.")
+		return
+	}
+	var msgs []string
+	for _, ch := range result.Conflicts {
+		field := ps.p.Name() + "Config." + ch.Path.String()
+		msgs = append(msgs, fmt.Sprintf("%s: drover %s, provider %s", field, show(ch.Config, ch.HasConfig), show(ch.Upstream, ch.HasUpstream)))
+		ps.event(corev1.EventTypeWarning, "Conflict", "Conflict", "%s was changed both in drover (%s) and at the provider (%s) since the last sync; drover's value wins", field, show(ch.Config, ch.HasConfig), show(ch.Upstream, ch.HasUpstream))
+	}
+	ps.setCondition(CondConflict, metav1.ConditionTrue, "ChangedOnBothSides", "Changed in drover and at the provider since the last sync; drover's value was applied: "+strings.Join(msgs, "; "))
+}
+
+func (ps *pass) notFound(ctx context.Context, sess Session, config map[string]any) (reconcile.Result, error) {
+	c, p, st := ps.c, ps.p, ps.status
+	if p.Imported(c) {
+		st.Phase = v1.PhaseFailed
+		msg := fmt.Sprintf("The cluster to import does not exist at the provider (%s): check its name, location and credentials.", p.Name())
+		st.FailureMessage = msg
+		ps.setCondition(CondReady, metav1.ConditionFalse, "NotFound", msg)
+		return reconcile.Result{RequeueAfter: ps.nextRefresh()}, nil
+	}
+	if st.Phase != "" && st.Phase != v1.PhaseCreating && st.Phase != v1.PhaseFailed {
+		st.Phase = v1.PhaseFailed
+		msg := "The cluster no longer exists at the provider: it was deleted outside drover. Delete this Cluster, or recreate it by removing its status."
+		st.FailureMessage = msg
+		ps.setCondition(CondReady, metav1.ConditionFalse, "DeletedOutsideDrover", msg)
+		return reconcile.Result{RequeueAfter: ps.nextRefresh()}, nil
+	}
+	defaulted, err := p.CreateDefaults(config)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !reflect.DeepEqual(defaulted, config) {
+		if err := ps.patchSpec(ctx, defaulted); err != nil {
+			return reconcile.Result{}, err
+		}
+		config = defaulted
+	}
+	started, err := sess.Create(ctx, c, config)
+	if err != nil {
+		return ps.providerError("Create", err)
+	}
+	st.Phase = v1.PhaseCreating
+	st.FailureMessage = ""
+	if started != nil && started.ID != "" {
+		st.PendingOperations = append(st.PendingOperations, started.ID)
+	}
+	if err := p.SetStatus(c, nil, p.CreateBase(config), nil); err != nil {
+		return reconcile.Result{}, err
+	}
+	ps.setCondition(CondReady, metav1.ConditionFalse, "Creating", "drover asked the provider to create the cluster.")
+	ps.event(corev1.EventTypeNormal, "Creating", "Create", "Creating the cluster at the provider")
+	return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
+}
+
+func (ps *pass) delete(ctx context.Context) (reconcile.Result, error) {
+	c, p, st := ps.c, ps.p, ps.status
+	if !controllerutil.ContainsFinalizer(c, Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	if p.Imported(c) || st.Phase == "" {
+		// Imported clusters are forgotten, never deleted in the cloud; never-created ones have
+		// nothing to delete.
+		return reconcile.Result{}, ps.removeFinalizer(ctx)
+	}
+	sess, res, err := ps.connect(ctx)
+	if sess == nil {
+		return res, err
+	}
+	obs, err := sess.Observe(ctx, c)
+	if err != nil {
+		return ps.providerError("Observe", err)
+	}
+	st.Phase = v1.PhaseDeleting
+	gone, err := sess.Delete(ctx, c, obs)
+	if err != nil && !errors.Is(err, ErrBusy) {
+		return ps.providerError("Delete", err)
+	}
+	if gone {
+		ps.event(corev1.EventTypeNormal, "Deleted", "Delete", "The cluster was deleted at the provider")
+		return reconcile.Result{}, ps.removeFinalizer(ctx)
+	}
+	ps.setCondition(CondReady, metav1.ConditionFalse, "Deleting", "The provider is deleting the cluster.")
+	return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
+}
+
+func (ps *pass) removeFinalizer(ctx context.Context) error {
+	patch := client.MergeFrom(ps.c.DeepCopy())
+	controllerutil.RemoveFinalizer(ps.c, Finalizer)
+	if err := ps.r.Client.Patch(ctx, ps.c, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	ps.orig = ps.c.DeepCopy() // the object may be gone: skip the status write
+	return nil
+}
+
+// connect loads the credential Secret and builds a session.
+func (ps *pass) connect(ctx context.Context) (Session, reconcile.Result, error) {
+	c, p := ps.c, ps.p
+	name := p.CredentialSecret(c)
+	secret := &corev1.Secret{}
+	if err := ps.r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			ps.setCondition(CondCredentials, metav1.ConditionFalse, "SecretNotFound",
+				fmt.Sprintf("Secret %s/%s named by %sConfig.credentialSecret does not exist: create it.", c.Namespace, name, p.Name()))
+			ps.setCondition(CondReady, metav1.ConditionFalse, "CredentialsMissing", "No credentials; see the CredentialsValid condition.")
+			// The Secret watch retriggers as soon as it appears; this is a safety net.
+			return nil, reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
+		}
+		return nil, reconcile.Result{}, fmt.Errorf("get credential secret: %w", err)
+	}
+	sess, err := p.Connect(ctx, c, secret, ps.r.Limits.Transport(p.RateLimitKey(c, secret)))
+	if err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			ps.setCondition(CondCredentials, metav1.ConditionFalse, fe.Reason, fe.Message)
+			ps.setCondition(CondReady, metav1.ConditionFalse, "CredentialsInvalid", "Unusable credentials; see the CredentialsValid condition.")
+			return nil, reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
+		}
+		return nil, reconcile.Result{}, err
+	}
+	return sess, reconcile.Result{}, nil
+}
+
+func (ps *pass) providerError(op string, err error) (reconcile.Result, error) {
+	switch {
+	case errors.Is(err, ErrCredentials):
+		ps.setCondition(CondCredentials, metav1.ConditionFalse, "Rejected", "The provider rejected the credentials: "+err.Error()+". Fix the credential Secret; drover retries with backoff.")
+		ps.setCondition(CondReady, metav1.ConditionFalse, "CredentialsInvalid", "See the CredentialsValid condition.")
+	case errors.Is(err, ErrBusy):
+		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
+	case errors.Is(err, ErrThrottled):
+		ps.setCondition(CondSynced, metav1.ConditionFalse, "Throttled", "The provider is throttling drover; backing off.")
+	default:
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return ps.invalid(err)
+		}
+		ps.status.FailureMessage = fmt.Sprintf("%s failed: %v", op, err)
+		ps.setCondition(CondSynced, metav1.ConditionFalse, "ProviderError", ps.status.FailureMessage)
+	}
+	// Returning the error gives exponential backoff per cluster.
+	return reconcile.Result{}, fmt.Errorf("%s %s/%s: %w", op, ps.c.Namespace, ps.c.Name, err)
+}
+
+func (ps *pass) invalid(err error) (reconcile.Result, error) {
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		return reconcile.Result{}, err
+	}
+	ps.setCondition(CondConfigValid, metav1.ConditionFalse, fe.Reason, fe.Field+": "+fe.Message)
+	ps.setCondition(CondSynced, metav1.ConditionFalse, "InvalidConfig", "Nothing is sent to the provider until the config is fixed: "+fe.Field+": "+fe.Message)
+	ps.status.ObservedGeneration = ps.c.Generation
+	ps.event(corev1.EventTypeWarning, "InvalidConfig", "Validate", "%s: %s", fe.Field, fe.Message)
+	return reconcile.Result{}, err
+}
+
+func (ps *pass) patchSpec(ctx context.Context, config map[string]any) error {
+	before := ps.c.DeepCopy()
+	if err := ps.p.SetConfig(ps.c, config); err != nil {
+		return err
+	}
+	// The optimistic lock makes a concurrent user edit win: we re-read and merge again.
+	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	if err := ps.r.Client.Patch(ctx, ps.c, patch); err != nil {
+		return fmt.Errorf("adopt upstream changes into the spec: %w", err)
+	}
+	ps.status.ObservedGeneration = ps.c.Generation
+	ps.orig.ObjectMeta = ps.c.ObjectMeta
+	return nil
+}
+
+// due reports whether the provider must be read in this pass.
+func (ps *pass) due() bool {
+	st := ps.status
+	switch {
+	case st.ObservedGeneration != ps.c.Generation,
+		st.LastRefreshTime == nil,
+		st.Phase != v1.PhaseActive,
+		ps.c.Annotations[RefreshAnnotation] != st.RefreshRequest:
+		return true
+	}
+	return ps.untilDue() <= 0
+}
+
+func (ps *pass) untilDue() time.Duration {
+	if ps.status.LastRefreshTime == nil {
+		return 0
+	}
+	return ps.status.LastRefreshTime.Add(ps.r.RefreshInterval).Sub(ps.r.Clock.Now())
+}
+
+func (ps *pass) nextRefresh() time.Duration {
+	return ps.r.RefreshInterval + time.Duration(rand.Float64()*ps.r.Jitter*float64(ps.r.RefreshInterval)) //nolint:gosec // jitter
+}
+
+func (ps *pass) setCondition(t string, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&ps.status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: ps.c.Generation})
+}
+
+func (ps *pass) event(typ, reason, action, format string, args ...any) {
+	if ps.r.Recorder != nil {
+		ps.r.Recorder.Eventf(ps.c, nil, typ, reason, action, format, args...)
+	}
+}
+
