@@ -1,0 +1,296 @@
+package eks_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/eks/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/pkg/cloudsim/simcore"
+)
+
+// TestSeedRace is the incumbent's documented lost update, as a test: privateAccess is managed
+// and false; someone enables it in the console; within the refresh interval a user edits tags in
+// drover. Private access must stay on and the tags must be applied. Under enforce the console
+// change is rolled back, and an event says so.
+func TestSeedRace(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []v1.SyncPolicy{v1.SyncPolicyAdopt, v1.SyncPolicyEnforce} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			c := created("race")
+			c.Spec.SyncPolicy = policy
+			e.create(c)
+			if e.simCluster("race").EndpointPrivateAccess {
+				t.Fatal("private access on before the console change")
+			}
+
+			e.console.setPrivateAccess(t, "race", true) // 11:01, in the console
+			e.simTime.Advance(simDelay)                 // the console's update completes
+			e.edit("race", func(c *v1.EKSClusterConfig) { c.Tags["cost-center"] = "42" }) // 11:03, in drover
+			got := e.settle("race")
+			st := e.simCluster("race")
+
+			if st.Tags["cost-center"] != "42" {
+				t.Errorf("drover's tag edit was not applied: %v", st.Tags)
+			}
+			switch policy {
+			case v1.SyncPolicyAdopt:
+				if !st.EndpointPrivateAccess {
+					t.Error("the console's private access change was lost: drover turned it off again")
+				}
+				if !*got.Spec.EKSConfig.PrivateAccess {
+					t.Error("the console's change was not adopted into the config")
+				}
+			case v1.SyncPolicyEnforce:
+				if st.EndpointPrivateAccess {
+					t.Error("enforce: the console's drift was not rolled back")
+				}
+				if ev := e.events.find("DriftReverted"); len(ev) == 0 || !strings.Contains(ev[0], "privateAccess") {
+					t.Errorf("enforce: no DriftReverted event naming privateAccess: %v", e.events.find("DriftReverted"))
+				}
+			}
+		})
+	}
+}
+
+func TestConflictDroverWinsAndSaysSo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.create(created("both"))
+	st := e.simCluster("both")
+	e.console.tag(t, st.ARN, map[string]string{"team": "console"})
+	e.edit("both", func(c *v1.EKSClusterConfig) { c.Tags["team"] = "drover" })
+	c := e.settle("both")
+	if got := e.simCluster("both").Tags["team"]; got != "drover" {
+		t.Fatalf("team tag = %q, want drover's value", got)
+	}
+	cond := cond(c, hosted.CondConflict)
+	if cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "eksConfig.tags[team]") || !strings.Contains(cond.Message, `"console"`) || !strings.Contains(cond.Message, `"drover"`) {
+		t.Fatalf("Conflict condition does not name the field and both values: %+v", cond)
+	}
+}
+
+func TestImportManagesNothingUntilEdited(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.console.createCluster(t, "legacy", "1.31")
+	e.simTime.Advance(simDelay)
+	c := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "legacy"}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{
+		DisplayName: "legacy", Region: "us-west-2", Imported: true, CredentialSecret: "aws",
+	}}}
+	if err := mgmt.Client.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	c = e.settle("legacy")
+	if c.Status.Phase != v1.PhaseActive || *c.Status.EKSStatus.UpstreamSpec.KubernetesVersion != "1.31" || c.Status.EKSStatus.UpstreamSpec.Tags["owner"] != "terraform" {
+		t.Fatalf("import: phase %q upstream %+v", c.Status.Phase, c.Status.EKSStatus.UpstreamSpec)
+	}
+	if cfg := c.Spec.EKSConfig; cfg.KubernetesVersion != nil || cfg.Tags != nil || cfg.NodeGroups != nil || cfg.LoggingTypes != nil {
+		t.Fatalf("import wrote managed fields into the config: %+v", cfg)
+	}
+
+	// Managing one field pushes only that field.
+	before := e.sim.Counters().Snapshot()
+	e.edit("legacy", func(c *v1.EKSClusterConfig) { c.Tags = map[string]string{"owner": "terraform", "drover": "yes"} })
+	e.settle("legacy")
+	after := e.sim.Counters().Snapshot()
+	if after["TagResource"]-before["TagResource"] != 1 || after["UpdateClusterConfig"] != before["UpdateClusterConfig"] || after["UpdateClusterVersion"] != before["UpdateClusterVersion"] {
+		t.Fatalf("managing tags made other calls: before %v after %v", before, after)
+	}
+
+	// Console changes to unmanaged fields never produce an update call; to managed ones they are adopted.
+	e.console.setLogging(t, "legacy", types.LogTypeAudit)
+	e.simTime.Advance(simDelay)
+	e.console.tag(t, e.simCluster("legacy").ARN, map[string]string{"console": "added"})
+	before = e.sim.Counters().Snapshot()
+	c = e.refresh("legacy")
+	after = e.sim.Counters().Snapshot()
+	for _, op := range []string{"UpdateClusterConfig", "UpdateClusterVersion", "TagResource", "UntagResource"} {
+		if after[op] != before[op] {
+			t.Errorf("refresh after console changes called %s", op)
+		}
+	}
+	if c.Spec.EKSConfig.LoggingTypes != nil {
+		t.Errorf("unmanaged loggingTypes became managed: %v", c.Spec.EKSConfig.LoggingTypes)
+	}
+	if c.Spec.EKSConfig.Tags["console"] != "added" {
+		t.Errorf("console tag on the managed tags field was not adopted: %v", c.Spec.EKSConfig.Tags)
+	}
+
+	// Deleting an imported Cluster forgets it; the EKS cluster stays.
+	if err := mgmt.Client.Delete(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	e.settle("legacy")
+	if _, ok := e.sim.Cluster("us-west-2", "legacy"); !ok {
+		t.Fatal("deleting an imported Cluster deleted the EKS cluster")
+	}
+}
+
+func TestBadInputGivesConditionAndSendsNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.secret("wrong", "AKIAUNKNOWN", "nope")
+	e.create(created("base"))
+
+	tests := []struct {
+		name     string
+		cluster  func() *v1.Cluster
+		existing func(*v1.EKSClusterConfig) // edit of the existing cluster instead
+		cond     string
+		reason   string
+		field    string
+	}{
+		{name: "missing serviceRole", cluster: func() *v1.Cluster { c := created("norole"); c.Spec.EKSConfig.ServiceRole = nil; return c },
+			cond: hosted.CondConfigValid, reason: "MissingField", field: "eksConfig.serviceRole"},
+		{name: "unknown region", cluster: func() *v1.Cluster { c := created("mars"); c.Spec.EKSConfig.Region = "mars-north-1"; return c },
+			cond: hosted.CondConfigValid, reason: "UnknownRegion", field: "eksConfig.region"},
+		{name: "bad credential", cluster: func() *v1.Cluster { c := created("badcred"); c.Spec.EKSConfig.CredentialSecret = "wrong"; return c },
+			cond: hosted.CondCredentials, reason: "Rejected", field: "UnrecognizedClientException"},
+		{name: "missing credential secret", cluster: func() *v1.Cluster { c := created("nosecret"); c.Spec.EKSConfig.CredentialSecret = "absent"; return c },
+			cond: hosted.CondCredentials, reason: "SecretNotFound", field: "eksConfig.credentialSecret"},
+		{name: "downgrade", existing: func(c *v1.EKSClusterConfig) { c.KubernetesVersion, c.NodeGroups[0].Version = ptr.To("1.31"), ptr.To("1.31") },
+			cond: hosted.CondConfigValid, reason: "VersionDowngrade", field: "eksConfig.kubernetesVersion"},
+		{name: "minor skip", existing: func(c *v1.EKSClusterConfig) { c.KubernetesVersion = ptr.To("1.34") },
+			cond: hosted.CondConfigValid, reason: "VersionSkip", field: "eksConfig.kubernetesVersion"},
+		{name: "immutable instance type", existing: func(c *v1.EKSClusterConfig) { c.NodeGroups[0].InstanceType = ptr.To("m6i.xlarge") },
+			cond: hosted.CondConfigValid, reason: "ImmutableField", field: "eksConfig.nodeGroups[ng-1].instanceType"},
+		{name: "scaling out of range", existing: func(c *v1.EKSClusterConfig) { c.NodeGroups[0].DesiredSize = ptr.To[int32](9) },
+			cond: hosted.CondConfigValid, reason: "InvalidScaling", field: "eksConfig.nodeGroups[ng-1].desiredSize"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mutating := func() int64 {
+				var n int64
+				for op, v := range e.sim.Counters().Snapshot() {
+					if !strings.HasPrefix(op, "Describe") && !strings.HasPrefix(op, "List") {
+						n += v
+					}
+				}
+				return n
+			}
+			before := mutating()
+			name := "base"
+			if tt.cluster != nil {
+				c := tt.cluster()
+				name = c.Name
+				c.Namespace = e.ns
+				if err := mgmt.Client.Create(context.Background(), c); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				orig := e.get("base").Spec.EKSConfig.DeepCopy()
+				e.edit("base", tt.existing)
+				t.Cleanup(func() { e.edit("base", func(c *v1.EKSClusterConfig) { *c = *orig }); e.settle("base") })
+			}
+			_, _ = e.reconcile(name)
+			c := e.get(name)
+			got := cond(c, tt.cond)
+			if got.Status != metav1.ConditionFalse || got.Reason != tt.reason || !strings.Contains(got.Message, tt.field) {
+				t.Fatalf("%s condition = %+v, want False/%s naming %s", tt.cond, got, tt.reason, tt.field)
+			}
+			if after := mutating(); after != before {
+				t.Fatalf("%d mutating call(s) were sent for bad input", after-before)
+			}
+		})
+	}
+
+	t.Run("duplicate node group names are refused by the API", func(t *testing.T) {
+		c := created("dup")
+		c.Namespace = e.ns
+		c.Spec.EKSConfig.NodeGroups = append(c.Spec.EKSConfig.NodeGroups, c.Spec.EKSConfig.NodeGroups[0])
+		err := mgmt.Client.Create(context.Background(), c)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "nodeGroups") {
+			t.Fatalf("got %v, want Invalid naming nodeGroups", err)
+		}
+	})
+}
+
+// TestRandomizedInterleavings plays ≥200 seeded steps of console edits, drover edits, refreshes,
+// slow updates and throttling against one cluster and checks after each settle that every console
+// change survived unless drover changed the same field, and that no managed field differs from
+// upstream once idle.
+func TestRandomizedInterleavings(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.create(created("chaos"))
+	rng := rand.New(rand.NewSource(20261129))
+	arn := e.simCluster("chaos").ARN
+	tagKeys := []string{"a", "b", "c"}
+	console, drover := map[string]string{}, map[string]string{} // tag key → value written since last settle
+	var consoleScale, droverScale *int32
+	lastDesired := int32(2) // desiredSize at the last settle: writing it again is no change
+	steps := 0
+	for steps < 220 {
+		steps++
+		switch rng.Intn(6) {
+		case 0: // console tag edit
+			k, v := tagKeys[rng.Intn(3)], fmt.Sprintf("c%d", steps)
+			e.console.tag(t, arn, map[string]string{k: v})
+			console[k] = v
+		case 1: // drover tag edit
+			k, v := tagKeys[rng.Intn(3)], fmt.Sprintf("d%d", steps)
+			e.edit("chaos", func(c *v1.EKSClusterConfig) { c.Tags[k] = v })
+			drover[k] = v
+		case 2: // console scaling (a slow update)
+			if ng := e.simCluster("chaos").Nodegroups[0]; ng.Status == "ACTIVE" {
+				n := int32(1 + rng.Intn(3))
+				if n == ng.DesiredSize {
+					continue
+				}
+				e.console.scale(t, "chaos", "ng-1", n)
+				consoleScale = &n
+				if rng.Intn(2) == 0 {
+					e.simTime.Advance(simDelay)
+				}
+			}
+		case 3: // drover scaling
+			n := int32(1 + rng.Intn(3))
+			e.edit("chaos", func(c *v1.EKSClusterConfig) { c.NodeGroups[0].DesiredSize = ptr.To(n) })
+			droverScale = &n
+		case 4: // throttling for a while
+			e.sim.Faults().Set(simcore.FaultConfig{Throttle: 0.3, Seed: int64(steps)})
+		default: // refresh and settle
+			e.sim.Faults().Set(simcore.FaultConfig{})
+			e.simTime.Advance(simDelay)
+			c := e.refresh("chaos")
+			st := e.simCluster("chaos")
+			for k, v := range drover {
+				if st.Tags[k] != v {
+					t.Fatalf("step %d: drover's tag %s=%s lost; EKS has %q", steps, k, v, st.Tags[k])
+				}
+			}
+			for k, v := range console {
+				if _, both := drover[k]; !both && (st.Tags[k] != v || c.Spec.EKSConfig.Tags[k] != v) {
+					t.Fatalf("step %d: console's tag %s=%s lost: EKS %q, config %q", steps, k, v, st.Tags[k], c.Spec.EKSConfig.Tags[k])
+				}
+			}
+			ng := st.Nodegroups[0]
+			if droverScale != nil && *droverScale == lastDesired {
+				droverScale = nil
+			}
+			if droverScale != nil && ng.DesiredSize != *droverScale {
+				t.Fatalf("step %d: drover's desiredSize %d lost; EKS has %d", steps, *droverScale, ng.DesiredSize)
+			}
+			if droverScale == nil && consoleScale != nil && *c.Spec.EKSConfig.NodeGroups[0].DesiredSize != *consoleScale {
+				t.Fatalf("step %d: console's desiredSize %d lost; config has %d", steps, *consoleScale, *c.Spec.EKSConfig.NodeGroups[0].DesiredSize)
+			}
+			// Once idle, no managed field differs from upstream.
+			if fmt.Sprint(c.Spec.EKSConfig.Tags) != fmt.Sprint(st.Tags) || *c.Spec.EKSConfig.NodeGroups[0].DesiredSize != ng.DesiredSize {
+				t.Fatalf("step %d: idle but config differs from EKS: tags %v vs %v, desired %d vs %d", steps, c.Spec.EKSConfig.Tags, st.Tags, *c.Spec.EKSConfig.NodeGroups[0].DesiredSize, ng.DesiredSize)
+			}
+			console, drover, consoleScale, droverScale = map[string]string{}, map[string]string{}, nil, nil
+			lastDesired = ng.DesiredSize
+		}
+	}
+}
