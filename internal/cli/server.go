@@ -16,6 +16,7 @@ import (
 func newServerCommand() *cobra.Command {
 	opts := server.Options{}
 	var verbose bool
+	var hostedOpts hostedOptions
 	home, _ := os.UserHomeDir()
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -29,6 +30,7 @@ kube-controller-manager) under --data-dir and writes an admin kubeconfig to
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setupLogging(verbose)
+			opts.Controllers = append(opts.Controllers, hostedOpts.controllers()...)
 			return server.Run(cmd.Context(), opts, cmd.OutOrStdout())
 		},
 	}
@@ -41,6 +43,7 @@ kube-controller-manager) under --data-dir and writes an admin kubeconfig to
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", "127.0.0.1:8081", "address of /healthz and /readyz")
 	f.BoolVar(&opts.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	hostedOpts.addFlags(f)
 	return cmd
 }
 

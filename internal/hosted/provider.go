@@ -32,6 +32,7 @@ type Provider interface {
 	// the last observed upstream state as JSON trees.
 	Config(c *v1.Cluster) (map[string]any, error)
 	Applied(c *v1.Cluster) (map[string]any, error)
+	Upstream(c *v1.Cluster) (map[string]any, error)
 	// SetConfig writes a config tree into the spec; SetStatus writes upstream and applied trees
 	// (either may be nil to leave it unchanged) into the provider's status.
 	SetConfig(c *v1.Cluster, config map[string]any) error

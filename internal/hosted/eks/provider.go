@@ -65,6 +65,14 @@ func (Provider) Applied(c *v1.Cluster) (map[string]any, error) {
 	return hosted.ToTree(c.Status.EKSStatus.AppliedSpec)
 }
 
+// Upstream implements hosted.Provider.
+func (Provider) Upstream(c *v1.Cluster) (map[string]any, error) {
+	if c.Status.EKSStatus == nil {
+		return nil, nil
+	}
+	return hosted.ToTree(c.Status.EKSStatus.UpstreamSpec)
+}
+
 // SetConfig implements hosted.Provider.
 func (Provider) SetConfig(c *v1.Cluster, config map[string]any) error {
 	cfg := &v1.EKSClusterConfig{}

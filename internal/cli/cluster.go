@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/internal/hosted/eks"
+	"github.com/droverhq/drover/internal/server"
+)
+
+// kubeFlags are the flags of commands that talk to the management cluster.
+type kubeFlags struct {
+	kubeconfig string
+	namespace  string
+}
+
+func (k *kubeFlags) add(cmd *cobra.Command) {
+	cmd.PersistentFlags().StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, then ~/.kube/config)")
+	cmd.PersistentFlags().StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the kubeconfig context's, else default)")
+}
+
+func (k *kubeFlags) client() (client.Client, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if k.kubeconfig != "" {
+		rules.ExplicitPath = k.kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("load kubeconfig: %w (pass --kubeconfig; for `make run` it is .drover/kubeconfig)", err)
+	}
+	ns := k.namespace
+	if ns == "" {
+		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
+			ns = "default"
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: server.Scheme()})
+	if err != nil {
+		return nil, "", fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	return c, ns, nil
+}
+
+var providers = []hosted.Provider{eks.Provider{}}
+
+func providerOf(c *v1.Cluster) hosted.Provider {
+	for _, p := range providers {
+		if p.Matches(c) {
+			return p
+		}
+	}
+	return nil
+}
+
+func newClusterCommand() *cobra.Command {
+	k := &kubeFlags{}
+	cmd := &cobra.Command{Use: "cluster", Short: "List, inspect and import hosted (EKS, AKS, GKE) clusters"}
+	k.add(cmd)
+	cmd.AddCommand(newClusterListCommand(k), newClusterGetCommand(k), newClusterImportCommand(k))
+	return cmd
+}
+
+func newClusterListCommand(k *kubeFlags) *cobra.Command {
+	return &cobra.Command{
+		Use: "list", Short: "List hosted clusters with their phase and sync state", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ns, err := k.client()
+			if err != nil {
+				return err
+			}
+			var list v1.ClusterList
+			if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
+				return fmt.Errorf("list clusters in %s: %w", ns, err)
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tPROVIDER\tPHASE\tSYNCED\tCONFLICT\tLAST REFRESH")
+			for i := range list.Items {
+				cl := &list.Items[i]
+				p := "?"
+				if pr := providerOf(cl); pr != nil {
+					p = pr.Name()
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", cl.Name, p, orDash(string(cl.Status.Phase)), condStatus(cl, hosted.CondSynced), condStatus(cl, hosted.CondConflict), age(cl.Status.LastRefreshTime))
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func newClusterGetCommand(k *kubeFlags) *cobra.Command {
+	return &cobra.Command{
+		Use: "get NAME", Short: "Show a hosted cluster's effective desired state, which fields drover manages, drift and conflicts", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := k.client()
+			if err != nil {
+				return err
+			}
+			cl := &v1.Cluster{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, cl); err != nil {
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("cluster %q not found in namespace %s (see `drover cluster list -n %s`)", args[0], ns, ns)
+				}
+				return fmt.Errorf("get cluster %s/%s: %w", ns, args[0], err)
+			}
+			return printCluster(cmd.OutOrStdout(), cl)
+		},
+	}
+}
+
+func printCluster(out io.Writer, cl *v1.Cluster) error {
+	p := providerOf(cl)
+	if p == nil {
+		return fmt.Errorf("cluster %s has no provider config this drover knows", cl.Name)
+	}
+	up, err := p.Upstream(cl)
+	if err != nil {
+		return err
+	}
+	rows, err := hosted.View(p, cl, up)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Cluster %s/%s (%s)  phase: %s  policy: %s\n", cl.Namespace, cl.Name, p.Name(), orDash(string(cl.Status.Phase)), cl.Spec.SyncPolicy)
+	for _, t := range []string{hosted.CondReady, hosted.CondSynced, hosted.CondUpdating, hosted.CondConflict, hosted.CondConfigValid, hosted.CondCredentials} {
+		if cond := meta.FindStatusCondition(cl.Status.Conditions, t); cond != nil {
+			fmt.Fprintf(out, "  %-17s %-5s %s: %s\n", t, cond.Status, cond.Reason, cond.Message)
+		}
+	}
+	if up == nil {
+		fmt.Fprintln(out, "\nThe provider has not been read yet; the fields below are the config only.")
+	}
+	fmt.Fprintln(out)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "FIELD\tVALUE\tMANAGED\tUPSTREAM")
+	for _, r := range rows {
+		managed := "-"
+		if r.Managed {
+			managed = "managed"
+		}
+		upstream := ""
+		if r.Drift {
+			upstream = "differs: " + r.Upstream
+		}
+		fmt.Fprintf(w, "%s%s\t%s\t%s\t%s\n", p.Name()+"Config.", r.Path, r.Value, managed, upstream)
+	}
+	return w.Flush()
+}
+
+func newClusterImportCommand(k *kubeFlags) *cobra.Command {
+	cmd := &cobra.Command{Use: "import", Short: "Import an existing hosted cluster: drover reads it and manages nothing until you change a field"}
+	var name, displayName, region, credential string
+	eksCmd := &cobra.Command{
+		Use: "eks", Short: "Import an existing EKS cluster", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for flag, v := range map[string]string{"--name": name, "--region": region, "--credential": credential} {
+				if v == "" {
+					return fmt.Errorf("%s is required", flag)
+				}
+			}
+			if displayName == "" {
+				displayName = name
+			}
+			c, ns, err := k.client()
+			if err != nil {
+				return err
+			}
+			cl := &v1.Cluster{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{
+					DisplayName: displayName, Region: region, Imported: true, CredentialSecret: credential,
+				}},
+			}
+			if err := (eks.Provider{}).Validate(cl); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			if err := c.Create(ctx, cl); err != nil {
+				return fmt.Errorf("create cluster %s/%s: %w", ns, name, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Imported EKS cluster %s (%s) as %s/%s; nothing is managed until you change a field. Watch it with: drover cluster get %s -n %s\n", displayName, region, ns, name, name, ns)
+			return nil
+		},
+	}
+	f := eksCmd.Flags()
+	f.StringVar(&name, "name", "", "name of the drover Cluster object (required)")
+	f.StringVar(&displayName, "display-name", "", "EKS cluster name, if different from --name")
+	f.StringVar(&region, "region", "", "AWS region, e.g. us-west-2 (required)")
+	f.StringVar(&credential, "credential", "", "Secret in the namespace with accessKeyID and secretAccessKey (required)")
+	cmd.AddCommand(eksCmd)
+	return cmd
+}
+
+func condStatus(c *v1.Cluster, t string) string {
+	if cond := meta.FindStatusCondition(c.Status.Conditions, t); cond != nil {
+		return string(cond.Status)
+	}
+	return "-"
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
+
+func age(t *metav1.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return time.Since(t.Time).Round(time.Second).String() + " ago"
+}
