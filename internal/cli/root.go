@@ -22,7 +22,8 @@ func NewRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServerCommand(), newVersionCommand())
+	root.AddCommand(newServerCommand(), newVersionCommand(), newClusterCommand(), newCloudsimCommand())
+	root.AddCommand(newAgentCommand())
 	return root
 }
 
