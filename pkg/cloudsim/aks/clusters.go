@@ -43,7 +43,7 @@ func notFound(rt *route) *apiError {
 		"The Resource 'Microsoft.ContainerService/managedClusters/%s' under resource group '%s' was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix", rt.name, rt.rg)
 }
 
-// respond marshals v while s.mu is held (rendered values share the stored maps), then releases
+// respondLocked marshals v while s.mu is held (rendered values share the stored maps), then releases
 // the lock before writing to the network.
 func (s *Server) respondLocked(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
@@ -55,6 +55,7 @@ func (s *Server) respondLocked(w http.ResponseWriter, status int, v any) {
 	writeRaw(w, status, b)
 }
 
+// errorLocked releases s.mu and writes e.
 func (s *Server) errorLocked(w http.ResponseWriter, e *apiError) {
 	s.mu.Unlock()
 	writeError(w, e)

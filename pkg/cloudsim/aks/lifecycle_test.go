@@ -1,13 +1,16 @@
 package aks_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
 
@@ -531,4 +534,60 @@ func derefMap(m map[string]*string) map[string]string {
 		out[k] = deref(v)
 	}
 	return out
+}
+
+// TestPollRetryAfter: with PollRetryAfter set, azcore's poller follows retry-after-ms instead
+// of its polling frequency (here an hour), so the operation completes in milliseconds.
+func TestPollRetryAfter(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	sim := newSim(t, aks.Options{PollRetryAfter: 5 * time.Millisecond, Delay: 20 * time.Millisecond})
+	c := newSDK(t, sim, subID, secret, nil)
+	p, err := c.clusters.BeginCreateOrUpdate(ctx, rg, "ra", clusterBody("1.31.6"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: time.Hour}); err != nil {
+		t.Fatalf("PollUntilDone: %v", err)
+	}
+}
+
+// TestConcurrentClients runs independent lifecycles in parallel (for the race detector).
+func TestConcurrentClients(t *testing.T) {
+	sim := newSim(t, aks.Options{Delay: 10 * time.Millisecond})
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			ctx := t.Context()
+			c := newSDK(t, sim, subID, secret, nil)
+			name := fmt.Sprintf("par%d", i)
+			p, err := c.clusters.BeginCreateOrUpdate(ctx, rg, name, clusterBody("1.31.6"), nil)
+			if err != nil {
+				t.Errorf("create %s: %v", name, err)
+				return
+			}
+			if _, err := p.PollUntilDone(ctx, poll); err != nil {
+				t.Errorf("poll %s: %v", name, err)
+				return
+			}
+			for pager := c.clusters.NewListByResourceGroupPager(rg, nil); pager.More(); {
+				if _, err := pager.NextPage(ctx); err != nil {
+					t.Errorf("list: %v", err)
+					return
+				}
+			}
+			d, err := c.clusters.BeginDelete(ctx, rg, name, nil)
+			if err != nil {
+				t.Errorf("delete %s: %v", name, err)
+				return
+			}
+			if _, err := d.PollUntilDone(ctx, poll); err != nil {
+				t.Errorf("poll delete %s: %v", name, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := sim.ClusterCount(); n != 0 {
+		t.Fatalf("ClusterCount = %d after deleting everything", n)
+	}
 }

@@ -144,3 +144,14 @@ func TestValidation(t *testing.T) {
 		t.Fatal("a refused create left a cluster behind")
 	}
 }
+
+func TestConfiguredResourceGroups(t *testing.T) {
+	sim := newSim(t, aks.Options{ResourceGroups: []string{rg}})
+	c := newSDK(t, sim, subID, secret, nil)
+	if _, err := c.clusters.Get(t.Context(), "nope", "x", nil); statusCode(err) != 404 || errorCode(err) != "ResourceGroupNotFound" {
+		t.Fatalf("unknown group: %v", err)
+	}
+	if _, err := c.clusters.Get(t.Context(), strings.ToUpper(rg), "x", nil); errorCode(err) != "ResourceNotFound" {
+		t.Fatalf("configured group (any case): %v", err)
+	}
+}

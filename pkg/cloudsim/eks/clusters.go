@@ -95,14 +95,14 @@ func (s *Server) createCluster(c *call) (any, error) {
 		logging:       logging,
 		tags:          nonEmpty(maps.Clone(req.Tags)),
 		createToken:   req.ClientRequestToken,
-		createdAt:     c.now,
-		doneAt:        c.now.Add(s.delay),
 	}
 
 	k := clusterKey{c.region, name}
 	sh := s.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	c.now = s.clock.Now() // under the lock, as in lockCluster
+	cl.createdAt, cl.doneAt = c.now, c.now.Add(s.delay)
 	if old := sh.m[k]; old != nil {
 		old.mu.Lock()
 		old.settle(c.now)
@@ -120,7 +120,7 @@ func (s *Server) createCluster(c *call) (any, error) {
 }
 
 func (s *Server) describeCluster(c *call) (any, error) {
-	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), c.now)
+	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), &c.now)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (s *Server) listClusters(c *call) (any, error) {
 }
 
 func (s *Server) deleteCluster(c *call) (any, error) {
-	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), c.now)
+	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), &c.now)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (s *Server) updateClusterConfig(c *call) (any, error) {
 		return nil, invalidParam("Only one type of update can be allowed.")
 	}
 
-	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), c.now)
+	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), &c.now)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +309,7 @@ func (s *Server) updateClusterVersion(c *call) (any, error) {
 	if deref(req.Version) == "" {
 		return nil, invalidParam("version is required")
 	}
-	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), c.now)
+	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), &c.now)
 	if err != nil {
 		return nil, err
 	}
@@ -332,9 +332,12 @@ func (s *Server) updateClusterVersion(c *call) (any, error) {
 // startClusterUpdate records a new InProgress update of cl; apply runs when it completes.
 func (s *Server) startClusterUpdate(cl *cluster, now time.Time, typ string, params []UpdateParam, token string, apply func(time.Time)) *update {
 	u := s.newUpdate(now, typ, params, token, apply)
+	u.busyAt = now.Add(s.statusLag)
 	cl.updates = append(cl.updates, u)
 	cl.pending = u
-	cl.status = StatusUpdating
+	if s.statusLag == 0 {
+		cl.status = StatusUpdating
+	}
 	return u
 }
 
@@ -351,7 +354,7 @@ func (s *Server) listUpdates(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), c.now)
+	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), &c.now)
 	if err != nil {
 		return nil, err
 	}
@@ -389,7 +392,7 @@ func (s *Server) listUpdates(c *call) (any, error) {
 }
 
 func (s *Server) describeUpdate(c *call) (any, error) {
-	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), c.now)
+	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), &c.now)
 	if err != nil {
 		return nil, err
 	}

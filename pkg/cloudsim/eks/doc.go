@@ -17,9 +17,11 @@
 // State machines follow EKS: CREATING → ACTIVE and DELETING → gone after Options.Delay; an
 // update is InProgress for Delay while its cluster or node group is UPDATING, and its new
 // values appear when it completes; one update at a time per resource, a second one is refused
-// with 409 ResourceInUseException. Transitions are applied lazily when a resource is next
-// touched (see simcore), so nothing runs in the background.
+// with 409 ResourceInUseException. Options.UpdateStatusLag reproduces EKS reporting ACTIVE
+// for a few seconds after accepting an update. Transitions are applied lazily when a resource
+// is next touched (see simcore), so nothing runs in the background.
 //
-// Every call is counted per operation in Counters and passes through the fault injector:
-// ThrottlingException (429), ServerException (500), dropped connections and latency.
+// Every call is counted per operation in Counters, and every authenticated call passes
+// through the fault injector: ThrottlingException (429), ServerException (500), dropped
+// connections and latency.
 package eks

@@ -485,3 +485,36 @@ func TestIdempotentCreate(t *testing.T) {
 	_, err := e.client.CreateCluster(t.Context(), in)
 	wantAPIError(t, err, "ResourceInUseException")
 }
+
+// TestUpdateStatusLag reproduces EKS reporting ACTIVE for a while after accepting an update:
+// only ListUpdates/DescribeUpdate show that the cluster is busy, which is what drover's
+// "is updating" check must rely on.
+func TestUpdateStatusLag(t *testing.T) {
+	const lag = 10 * time.Second
+	e := newEnv(t, func(o *eksim.Options) { o.UpdateStatusLag = lag })
+	ctx := t.Context()
+	name := aws.String("laggy")
+	e.createCluster(t, *name, "1.32")
+	e.settle()
+	up, err := e.client.UpdateClusterVersion(ctx, &awseks.UpdateClusterVersionInput{Name: name, Version: aws.String("1.33")})
+	if err != nil {
+		t.Fatalf("UpdateClusterVersion: %v", err)
+	}
+	if c := e.describe(t, *name); c.Status != types.ClusterStatusActive || aws.ToString(c.Version) != "1.32" {
+		t.Fatalf("right after the update: %s %s, want ACTIVE 1.32", c.Status, aws.ToString(c.Version))
+	}
+	du, err := e.client.DescribeUpdate(ctx, &awseks.DescribeUpdateInput{Name: name, UpdateId: up.Update.Id})
+	if err != nil || du.Update.Status != types.UpdateStatusInProgress {
+		t.Fatalf("DescribeUpdate = %v, %v; want InProgress", du, err)
+	}
+	_, err = e.client.UpdateClusterConfig(ctx, &awseks.UpdateClusterConfigInput{Name: name, Logging: logging(true, types.LogTypeApi)})
+	wantAPIError(t, err, "ResourceInUseException")
+	e.clock.Advance(lag)
+	if s := e.describe(t, *name).Status; s != types.ClusterStatusUpdating {
+		t.Fatalf("after the lag: %s, want UPDATING", s)
+	}
+	e.settle()
+	if c := e.describe(t, *name); c.Status != types.ClusterStatusActive || aws.ToString(c.Version) != "1.33" {
+		t.Fatalf("after the update: %s %s, want ACTIVE 1.33", c.Status, aws.ToString(c.Version))
+	}
+}

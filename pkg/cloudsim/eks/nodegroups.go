@@ -106,7 +106,7 @@ func (s *Server) createNodegroup(c *call) (any, error) {
 		return nil, err
 	}
 
-	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), c.now)
+	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), &c.now)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func checkNodegroupVersion(v, clusterVersion string) error {
 
 // lockNodegroup returns the cluster (locked; the caller unlocks it) and its node group.
 func (s *Server) lockNodegroup(c *call) (*cluster, *nodegroup, error) {
-	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), c.now)
+	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), &c.now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -200,7 +200,7 @@ func (s *Server) listNodegroups(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), c.now)
+	cl, err := s.lockCluster(c.region, c.r.PathValue("name"), &c.now)
 	if err != nil {
 		return nil, err
 	}

@@ -43,10 +43,15 @@ type Options struct {
 	// Delay is how long creating, updating and deleting take. Zero means DefaultDelay; a
 	// negative value makes every transition finish by the next call.
 	Delay time.Duration
+	// UpdateStatusLag is how long a cluster keeps reporting ACTIVE after accepting an update
+	// (real EKS does so for a few seconds, which is why callers must also check ListUpdates);
+	// zero reports UPDATING at once. The update is InProgress, and blocks others, throughout.
+	UpdateStatusLag time.Duration
 	// Clock drives the state machines; nil means the wall clock.
 	Clock simcore.Clock
 	// Faults injects throttling, 5xx, dropped connections and latency; nil injects nothing
-	// until configured through Server.Faults().Set.
+	// until configured through Server.Faults().Set. Faults are drawn for authenticated calls
+	// only, so a seeded run is not perturbed by refused credentials.
 	Faults *simcore.Faults
 	// AccountID appears in ARNs; empty means DefaultAccountID.
 	AccountID string
@@ -57,15 +62,16 @@ type Options struct {
 // BaseEndpoint. State is kept per region (taken from the SigV4 credential scope) and cluster
 // name, and advances lazily (see simcore), so one Server holds tens of thousands of clusters.
 type Server struct {
-	creds    map[string]string
-	delay    time.Duration
-	clock    simcore.Clock
-	faults   *simcore.Faults
-	account  string
-	counters simcore.Counters
-	mux      *http.ServeMux
-	caData   string
-	keys     keyCache
+	creds     map[string]string
+	delay     time.Duration
+	statusLag time.Duration
+	clock     simcore.Clock
+	faults    *simcore.Faults
+	account   string
+	counters  simcore.Counters
+	mux       *http.ServeMux
+	caData    string
+	keys      keyCache
 
 	seed   maphash.Seed
 	shards [64]shard
@@ -84,13 +90,14 @@ type shard struct {
 // New returns a Server configured by opts.
 func New(opts Options) *Server {
 	s := &Server{
-		creds:   maps.Clone(opts.Credentials),
-		delay:   opts.Delay,
-		clock:   opts.Clock,
-		faults:  opts.Faults,
-		account: opts.AccountID,
-		seed:    maphash.MakeSeed(),
-		caData:  newCAData(),
+		creds:     maps.Clone(opts.Credentials),
+		delay:     opts.Delay,
+		statusLag: max(opts.UpdateStatusLag, 0),
+		clock:     opts.Clock,
+		faults:    opts.Faults,
+		account:   opts.AccountID,
+		seed:      maphash.MakeSeed(),
+		caData:    newCAData(),
 	}
 	if s.creds == nil {
 		s.creds = map[string]string{DefaultAccessKeyID: DefaultSecretAccessKey}
@@ -130,7 +137,8 @@ func (s *Server) Faults() *simcore.Faults { return s.faults }
 // Cluster returns a deep copy of the cluster called name in region, with its node groups,
 // tags and updates, as the API would show it now.
 func (s *Server) Cluster(region, name string) (ClusterState, bool) {
-	c, err := s.lockCluster(region, name, s.clock.Now())
+	var now time.Time
+	c, err := s.lockCluster(region, name, &now)
 	if err != nil {
 		return ClusterState{}, false
 	}
@@ -284,8 +292,11 @@ func (s *Server) shard(k clusterKey) *shard {
 	return &s.shards[maphash.Comparable(s.seed, k)%uint64(len(s.shards))]
 }
 
-// lockCluster returns the cluster called name in region, locked and settled at now.
-func (s *Server) lockCluster(region, name string, now time.Time) (*cluster, error) {
+// lockCluster returns the cluster called name in region, locked and settled. It reads the
+// clock into *now only once it holds the lock, so the calls on one cluster see time move
+// forward in the order they are served: an update can never start, by its own timestamp,
+// before the previous one has finished.
+func (s *Server) lockCluster(region, name string, now *time.Time) (*cluster, error) {
 	k := clusterKey{region, name}
 	sh := s.shard(k)
 	sh.mu.RLock()
@@ -295,7 +306,8 @@ func (s *Server) lockCluster(region, name string, now time.Time) (*cluster, erro
 		return nil, clusterNotFound(name)
 	}
 	c.mu.Lock()
-	c.settle(now)
+	*now = s.clock.Now()
+	c.settle(*now)
 	if c.gone {
 		c.mu.Unlock()
 		sh.mu.Lock()

@@ -156,8 +156,11 @@ type update struct {
 	params          []UpdateParam
 	token           string
 	createdAt       time.Time
-	endsAt          time.Time
-	apply           func(now time.Time)
+	// busyAt is when the owner starts reporting UPDATING: EKS keeps showing a cluster ACTIVE
+	// for a few seconds after accepting an update (Options.UpdateStatusLag).
+	busyAt time.Time
+	endsAt time.Time
+	apply  func(now time.Time)
 }
 
 // settle applies every transition of c (and its node groups) that has ended by now. It is
@@ -170,11 +173,16 @@ func (c *cluster) settle(now time.Time) {
 		c.gone = true
 		return
 	}
-	if u := c.pending; u != nil && !now.Before(u.endsAt) {
-		u.finish(now)
-		c.pending = nil
-		if c.status == StatusUpdating {
-			c.status = StatusActive
+	if u := c.pending; u != nil {
+		switch {
+		case !now.Before(u.endsAt):
+			u.finish(now)
+			c.pending = nil
+			if c.status == StatusUpdating {
+				c.status = StatusActive
+			}
+		case c.status == StatusActive && !now.Before(u.busyAt):
+			c.status = StatusUpdating
 		}
 	}
 	for name, ng := range c.nodegroups {

@@ -23,13 +23,13 @@ func (s *Server) lockTagTarget(c *call) (*cluster, *map[string]string, error) {
 	res := strings.Split(parts[5], "/")
 	switch {
 	case res[0] == "cluster" && len(res) == 2:
-		cl, err := s.lockCluster(c.region, res[1], c.now)
+		cl, err := s.lockCluster(c.region, res[1], &c.now)
 		if err != nil {
 			return nil, nil, tagTargetNotFound("Resource %s not found", arn)
 		}
 		return cl, &cl.tags, nil
 	case res[0] == "nodegroup" && len(res) == 4:
-		cl, err := s.lockCluster(c.region, res[1], c.now)
+		cl, err := s.lockCluster(c.region, res[1], &c.now)
 		if err != nil {
 			return nil, nil, tagTargetNotFound("Resource %s not found", arn)
 		}

@@ -98,8 +98,8 @@ type serviceAccountFile struct {
 
 // NewServiceAccountKey creates a key for the service account email (creating the account on first
 // use) and returns its JSON key file, whose token_uri points at this simulator's /token endpoint.
-// The account may use the given projects; with none it may use every project. Calling it again for
-// the same email adds a key and grants the extra projects. The base URL must be known (see
+// The account may use the given projects; an account first created without projects may use
+// every project. Calling it again for the same email adds a key and grants the extra projects. The base URL must be known (see
 // SetBaseURL; NewTestServer sets it).
 func (s *Server) NewServiceAccountKey(email string, projects ...string) ([]byte, error) {
 	if email == "" || !strings.Contains(email, "@") {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 )
 
@@ -126,7 +127,7 @@ func writeAPIError(w http.ResponseWriter, e *apiError) {
 		return
 	}
 	for k, v := range e.header {
-		w.Header()[k] = v
+		w.Header()[k] = slices.Clone(v) // e.header may be shared by every answer
 	}
 	writeJSON(w, e.code, b)
 }

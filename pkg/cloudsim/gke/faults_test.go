@@ -44,11 +44,13 @@ func TestLifecycleUnderThrottling(t *testing.T) {
 		{"resize", func() (*container.Operation, error) {
 			return pools.SetSize(name+"/nodePools/pool-b", &container.SetNodePoolSizeRequest{NodeCount: 4}).Context(ctx).Do()
 		}},
-		{"pool delete", func() (*container.Operation, error) { return pools.Delete(name + "/nodePools/pool-a").Context(ctx).Do() }},
+		{"pool delete", func() (*container.Operation, error) {
+			return pools.Delete(name + "/nodePools/pool-a").Context(ctx).Do()
+		}},
 	}
 	for _, m := range mutations {
 		var op *container.Operation
-		if err := rt.do(ctx, t, func() (err error) { op, err = m.call(); return err }); err != nil {
+		if err := rt.do(ctx, func() (err error) { op, err = m.call(); return err }); err != nil {
 			t.Fatalf("%s: %v", m.name, err)
 		}
 		waitOp(t, svc, rt, "us-east1-b", op)
@@ -58,11 +60,11 @@ func TestLifecycleUnderThrottling(t *testing.T) {
 		t.Fatalf("cluster after the throttled lifecycle = version %s, pools %+v", c.CurrentMasterVersion, c.NodePools)
 	}
 	var op *container.Operation
-	if err := rt.do(ctx, t, func() (err error) { op, err = clusters.Delete(name).Context(ctx).Do(); return err }); err != nil {
+	if err := rt.do(ctx, func() (err error) { op, err = clusters.Delete(name).Context(ctx).Do(); return err }); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
 	waitOp(t, svc, rt, "us-east1-b", op)
-	err := rt.do(ctx, t, func() error { _, err := clusters.Get(name).Context(ctx).Do(); return err })
+	err := rt.do(ctx, func() error { _, err := clusters.Get(name).Context(ctx).Do(); return err })
 	if code, _ := apiStatus(err); code != http.StatusNotFound {
 		t.Fatalf("get after delete: %v, want 404", err)
 	}

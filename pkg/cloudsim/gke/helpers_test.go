@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -70,8 +71,7 @@ type retrier struct {
 	retries  atomic.Int64
 }
 
-func (rt *retrier) do(ctx context.Context, t *testing.T, call func() error) error {
-	t.Helper()
+func (rt *retrier) do(ctx context.Context, call func() error) error {
 	backoff := 2 * time.Millisecond
 	for {
 		err := call()
@@ -110,32 +110,41 @@ func retryable(err error) bool {
 	return errors.As(err, &uerr)
 }
 
-// waitOp polls operations.get until the operation is DONE.
+// waitOp polls operations.get until the operation is DONE and fails the test otherwise.
 func waitOp(t *testing.T, svc *container.Service, rt *retrier, location string, op *container.Operation) *container.Operation {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
+	done, err := pollOp(t.Context(), svc, rt, location, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return done
+}
+
+// pollOp polls operations.get until the operation is DONE, for at most waitFor.
+func pollOp(ctx context.Context, svc *container.Service, rt *retrier, location string, op *container.Operation) (*container.Operation, error) {
+	ctx, cancel := context.WithTimeout(ctx, waitFor)
 	defer cancel()
 	tick := time.NewTicker(pollTick)
 	defer tick.Stop()
 	name := parent(location) + "/operations/" + op.Name
 	for {
 		var got *container.Operation
-		err := rt.do(ctx, t, func() (err error) {
+		err := rt.do(ctx, func() (err error) {
 			got, err = svc.Projects.Locations.Operations.Get(name).Context(ctx).Do()
 			return err
 		})
 		if err != nil {
-			t.Fatalf("operations.get %s: %v", op.Name, err)
+			return nil, fmt.Errorf("operations.get %s: %w", op.Name, err)
 		}
 		if got.Status == "DONE" {
 			if got.Error != nil {
-				t.Fatalf("operation %s (%s) failed: %s", got.Name, got.OperationType, got.Error.Message)
+				return nil, fmt.Errorf("operation %s (%s) failed: %s", got.Name, got.OperationType, got.Error.Message)
 			}
-			return got
+			return got, nil
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("operation %s (%s) still %s after %v", op.Name, op.OperationType, got.Status, waitFor)
+			return nil, fmt.Errorf("operation %s (%s) still %s after %v", op.Name, op.OperationType, got.Status, waitFor)
 		case <-tick.C:
 		}
 	}
@@ -143,15 +152,23 @@ func waitOp(t *testing.T, svc *container.Service, rt *retrier, location string, 
 
 func getCluster(t *testing.T, svc *container.Service, rt *retrier, location, name string) *container.Cluster {
 	t.Helper()
+	c, err := fetchCluster(t.Context(), svc, rt, location, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func fetchCluster(ctx context.Context, svc *container.Service, rt *retrier, location, name string) (*container.Cluster, error) {
 	var c *container.Cluster
-	err := rt.do(t.Context(), t, func() (err error) {
-		c, err = svc.Projects.Locations.Clusters.Get(clusterPath(location, name)).Context(t.Context()).Do()
+	err := rt.do(ctx, func() (err error) {
+		c, err = svc.Projects.Locations.Clusters.Get(clusterPath(location, name)).Context(ctx).Do()
 		return err
 	})
 	if err != nil {
-		t.Fatalf("clusters.get %s: %v", name, err)
+		return nil, fmt.Errorf("clusters.get %s: %w", name, err)
 	}
-	return c
+	return c, nil
 }
 
 func findPool(c *container.Cluster, name string) *container.NodePool {

@@ -167,7 +167,9 @@ func TestLifecycle(t *testing.T) {
 			do: func(*container.Cluster) (*container.Operation, error) {
 				return pools.SetSize(poolPath(region, "fleet-a", "pool-b"), &container.SetNodePoolSizeRequest{NodeCount: 5}).Context(ctx).Do()
 			},
-			check: func(c *container.Cluster) error { return want("pool-b size", findPool(c, "pool-b").InitialNodeCount, int64(5)) },
+			check: func(c *container.Cluster) error {
+				return want("pool-b size", findPool(c, "pool-b").InitialNodeCount, int64(5))
+			},
 		},
 		{
 			name: "set autoscaling",

@@ -10,10 +10,14 @@ type handlerFunc func(s *Server, r *http.Request, rt *route) ([]byte, *apiError)
 
 // route is a parsed API request: the resource names from the path and the method to run.
 type route struct {
-	project, location, cluster, pool, operation string
-	op      string // counter and fault name, e.g. "clusters.get"
-	write   bool
-	handler handlerFunc
+	project   string
+	location  string // a region or zone; "-" lists every location
+	cluster   string
+	pool      string
+	operation string
+	op        string // counter and fault name, e.g. "clusters.get"
+	write     bool
+	handler   handlerFunc
 }
 
 type method struct {

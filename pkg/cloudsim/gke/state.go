@@ -132,6 +132,9 @@ func (s *Server) project(name string) *projectState {
 	return ps
 }
 
+// encoded returns the cluster's JSON. It is cached because encoding a Cluster through the
+// SDK's MarshalJSON methods costs about 90 µs of CPU, five times a whole cached get; the cache
+// costs about 2.7 KB per cluster.
 func (rec *clusterRec) encoded() []byte {
 	if rec.json == nil {
 		rec.json = mustJSON(rec.c)
