@@ -76,12 +76,14 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) secret(name, key, secret string) {
 	e.t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, StringData: map[string]string{
-		eks.KeyAccessKeyID: key, eks.KeySecretAccessKey: secret, eks.KeyEndpoint: e.url,
-	}}
-	if err := mgmt.Client.Create(context.Background(), s); err != nil {
+	if err := createSecret(e.ns, name, map[string]string{eks.KeyAccessKeyID: key, eks.KeySecretAccessKey: secret, eks.KeyEndpoint: e.url}); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+func createSecret(ns, name string, data map[string]string) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: data}
+	return mgmt.Client.Create(context.Background(), s)
 }
 
 // reconcile runs one pass.

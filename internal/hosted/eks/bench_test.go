@@ -1,0 +1,139 @@
+package eks_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awseks "github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/internal/hosted/eks"
+	sim "github.com/droverhq/drover/pkg/cloudsim/eks"
+	"github.com/droverhq/drover/pkg/cloudsim/simcore"
+)
+
+// BenchmarkRefreshRound measures one full refresh round of N imported EKS clusters (one node
+// group each) under one reconciler with 8 workers and a non-binding rate limit: EKS calls per
+// cluster, wall time, process CPU per cluster (reconciler, API client and the in-process
+// simulator together) and peak RSS. It also checks that a pass between refreshes makes no call.
+func BenchmarkRefreshRound(b *testing.B) {
+	for _, n := range []int{1000, 5000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				refreshRound(b, n)
+			}
+		})
+	}
+}
+
+func refreshRound(b *testing.B, n int) {
+	ctx := context.Background()
+	ns := mgmt.Namespace(b)
+	start := time.Now()
+	simTime := simcore.NewManualClock(start)
+	s, ts := sim.NewTestServer(b, sim.Options{Clock: simTime, Delay: -1})
+	console := sim.NewClient(ts.URL, "us-west-2", sim.DefaultAccessKeyID, sim.DefaultSecretAccessKey)
+	if err := createSecret(ns, "aws", map[string]string{eks.KeyAccessKeyID: sim.DefaultAccessKeyID, eks.KeySecretAccessKey: sim.DefaultSecretAccessKey, eks.KeyEndpoint: ts.URL}); err != nil {
+		b.Fatal(err)
+	}
+	clock := clocktesting.NewFakeClock(start)
+	r := &hosted.Reconciler{Client: mgmt.Client, Providers: []hosted.Provider{eks.Provider{}}, Clock: clock,
+		RefreshInterval: time.Minute, PollInterval: 10 * time.Second, Limits: &hosted.Limits{}}
+
+	parallel(n, func(i int) {
+		name := fmt.Sprintf("c%05d", i)
+		if _, err := console.CreateCluster(ctx, &awseks.CreateClusterInput{Name: aws.String(name), Version: aws.String("1.32"),
+			RoleArn: aws.String("arn:aws:iam::123456789012:role/eks"), ResourcesVpcConfig: &ekstypes.VpcConfigRequest{SubnetIds: []string{"subnet-a", "subnet-b"}}}); err != nil {
+			b.Error(err)
+		}
+		if _, err := console.CreateNodegroup(ctx, &awseks.CreateNodegroupInput{ClusterName: aws.String(name), NodegroupName: aws.String("ng"),
+			NodeRole: aws.String("arn:aws:iam::123456789012:role/node"), Subnets: []string{"subnet-a"}}); err != nil && !strings.Contains(err.Error(), "CREATING") {
+			b.Error(err)
+		}
+		c := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{
+			DisplayName: name, Region: "us-west-2", Imported: true, CredentialSecret: "aws"}}}
+		if err := mgmt.Client.Create(ctx, c); err != nil {
+			b.Error(err)
+		}
+	})
+	reconcileAll := func() {
+		parallel(n, func(i int) {
+			_, _ = r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("c%05d", i)}})
+		})
+	}
+	reconcileAll() // import
+	reconcileAll() // settle phases
+	clock.Step(2 * time.Minute)
+
+	s.Counters().Reset()
+	var before syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	t0 := time.Now()
+	reconcileAll()
+	wall := time.Since(t0)
+	var after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	calls := s.Counters().Total()
+	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+
+	s.Counters().Reset()
+	reconcileAll() // between refreshes: nothing is due
+	idleCalls := s.Counters().Total()
+
+	b.ReportMetric(float64(calls)/float64(n), "eks-calls/cluster/refresh")
+	b.ReportMetric(float64(idleCalls)/float64(n), "eks-calls/cluster/idle-pass")
+	b.ReportMetric(wall.Seconds(), "s/round")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/cluster")
+	b.ReportMetric(float64(peakRSS())/1e6, "peak-RSS-MB")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapInuse)/float64(n)/1e3, "heap-KB/cluster")
+}
+
+func parallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	ch := make(chan int)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range ch {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		ch <- i
+	}
+	close(ch)
+	wg.Wait()
+}
+
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			var kb int64
+			_, _ = fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:")), "%d", &kb)
+			return kb * 1000
+		}
+	}
+	return 0
+}
