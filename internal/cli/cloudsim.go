@@ -22,7 +22,7 @@ import (
 const (
 	simAzureTenant  = "00000000-0000-0000-0000-00000000d20e"
 	simAzureClient  = "11111111-1111-1111-1111-11111111d20e"
-	simAzureSecret  = "drover-aks-simulator-client-secret"
+	simAzureSecret  = "drover-aks-simulator-client-secret" //nolint:gosec // the simulator's well-known test secret
 	simGoogleEmail  = "drover@drover-sim.iam.gserviceaccount.com"
 	simGoogleProjec = "drover-sim"
 )
@@ -82,7 +82,7 @@ picks free ports. Credentials and key files are written to --dir.`,
 			listenOn := func(flagDesc string, a string) (net.Listener, error) {
 				l, err := net.Listen("tcp", a)
 				if err != nil {
-					return nil, fmt.Errorf("%s: cannot listen on %s (%v): pass another --listen", flagDesc, a, err)
+					return nil, fmt.Errorf("%s: cannot listen on %s (%w): pass another --listen", flagDesc, a, err)
 				}
 				return l, nil
 			}
@@ -109,7 +109,7 @@ picks free ports. Credentials and key files are written to --dir.`,
 					return fmt.Errorf("start AKS simulator: %w", err)
 				}
 				if err := s.Start(addr(1)); err != nil {
-					return fmt.Errorf("AKS: cannot listen on %s (%v): pass another --listen", addr(1), err)
+					return fmt.Errorf("AKS: cannot listen on %s (%w): pass another --listen", addr(1), err)
 				}
 				defer func() { _ = s.Close() }()
 				caFile := filepath.Join(dir, "aks-ca.pem")

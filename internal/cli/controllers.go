@@ -8,6 +8,7 @@ import (
 
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/hosted/eks"
+	migrationcontroller "github.com/droverhq/drover/internal/migration/controller"
 )
 
 // hostedOptions are the hosted-cluster sync settings of `drover server`.
@@ -40,6 +41,9 @@ func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
 				Limits:          &hosted.Limits{QPS: o.eksQPS, Burst: o.eksBurst},
 			}
 			return r.SetupWithManager(mgr)
+		},
+		func(mgr ctrl.Manager) error {
+			return (&migrationcontroller.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 		},
 	}
 }

@@ -23,7 +23,7 @@ func NewRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServerCommand(), newVersionCommand(), newClusterCommand(), newCloudsimCommand())
-	root.AddCommand(newAgentCommand())
+	root.AddCommand(newAgentCommand(), newMigrateCommand())
 	return root
 }
 

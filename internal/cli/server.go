@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,6 +51,6 @@ func setupLogging(verbose bool) {
 	if verbose {
 		level = zapcore.DebugLevel
 	}
-	var l logr.Logger = zap.New(zap.Level(level))
+	l := zap.New(zap.Level(level))
 	ctrl.SetLogger(l)
 }

@@ -365,7 +365,7 @@ func CheckBinaries(ctx context.Context, binDir string, names ...string) error {
 		}
 		got, err := binaryVersion(ctx, path)
 		if err != nil {
-			return fmt.Errorf("%s --version failed (%v): %s", path, err, fix)
+			return fmt.Errorf("%s --version failed (%w): %s", path, err, fix)
 		}
 		if !strings.Contains(got, want) {
 			first, _, _ := strings.Cut(got, "\n")
@@ -380,7 +380,7 @@ func checkDataDir(dir string) error {
 		return errors.New("no data dir given: pass --data-dir")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("data dir %s cannot be created (%v): pass a writable --data-dir", dir, errors.Unwrap(err))
+		return fmt.Errorf("data dir %s cannot be created (%w): pass a writable --data-dir", dir, errors.Unwrap(err))
 	}
 	f, err := os.CreateTemp(dir, ".write-check-*")
 	if err != nil {

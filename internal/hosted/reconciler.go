@@ -31,7 +31,7 @@ import (
 // Finalizer keeps a Cluster until its cloud resources are gone (or, imported, forgotten).
 const Finalizer = "management.drover.io/hosted-cluster"
 
-// RefreshAnnotation, set to any new value, asks for a refresh now.
+// RefreshAnnotation asks for a refresh now when set to a new value.
 const RefreshAnnotation = "management.drover.io/refresh"
 
 // Condition types.
@@ -535,4 +535,3 @@ func (ps *pass) event(typ, reason, action, format string, args ...any) {
 		ps.r.Recorder.Eventf(ps.c, nil, typ, reason, action, format, args...)
 	}
 }
-

@@ -17,8 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,7 +28,9 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
+	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 	"github.com/droverhq/drover/internal/controlplane"
 	"github.com/droverhq/drover/internal/crds"
 )
@@ -62,6 +64,8 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, managementv1alpha1.AddToScheme,
+		fleetv1alpha1.AddToScheme,
+		migrationv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err) // programming error: conflicting type registrations
@@ -171,7 +175,9 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		return nil
 	case err := <-exited:
 		cancel()
-		<-mgrErr
+		if merr := <-mgrErr; merr != nil {
+			return fmt.Errorf("embedded control plane failed: %w (controller manager: %w)", err, merr)
+		}
 		return fmt.Errorf("embedded control plane failed: %w", err)
 	case <-ctx.Done():
 		fmt.Fprintln(out, "Shutting down")
@@ -203,7 +209,7 @@ func loadKubeconfig(ctx context.Context, path string) (*rest.Config, error) {
 		return nil, ctx.Err()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the cluster of --kubeconfig %s at %s (%v): check that it is running and the file is current", path, cfg.Host, err)
+		return nil, fmt.Errorf("cannot reach the cluster of --kubeconfig %s at %s (%w): check that it is running and the file is current", path, cfg.Host, err)
 	}
 	return cfg, nil
 }
@@ -222,7 +228,7 @@ func checkListen(flag, addr string) error {
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("%s %s: cannot listen (%v): pass a free address, or 0 to disable", flag, addr, errors.Unwrap(err))
+		return fmt.Errorf("%s %s: cannot listen (%w): pass a free address, or 0 to disable", flag, addr, errors.Unwrap(err))
 	}
 	return l.Close()
 }

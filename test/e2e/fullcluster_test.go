@@ -57,7 +57,7 @@ func TestFullClusterRunsWorkloadsAndDeletesNamespaces(t *testing.T) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "web", Image: "example.invalid/web:1"}},
+					Containers:  []corev1.Container{{Name: "web", Image: "example.invalid/web:1"}},
 					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 				},
 			},
@@ -85,6 +85,6 @@ func TestFullClusterRunsWorkloadsAndDeletesNamespaces(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("namespace still there: %v", err)
+		return fmt.Errorf("namespace still there: %w", err)
 	})
 }

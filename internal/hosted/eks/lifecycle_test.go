@@ -41,21 +41,32 @@ func TestCreateUpdateEveryFieldAndDelete(t *testing.T) {
 		{"kubernetesVersion", func(c *v1.EKSClusterConfig) { c.KubernetesVersion = ptr.To("1.33") },
 			func(t *testing.T) { wantEq(t, e.simCluster("life").Version, "1.33") }},
 		{"tags", func(c *v1.EKSClusterConfig) { c.Tags = map[string]string{"team": "infra", "env": "prod"} },
-			func(t *testing.T) { wantEq(t, e.simCluster("life").Tags, map[string]string{"team": "infra", "env": "prod"}) }},
+			func(t *testing.T) {
+				wantEq(t, e.simCluster("life").Tags, map[string]string{"team": "infra", "env": "prod"})
+			}},
 		{"privateAccess", func(c *v1.EKSClusterConfig) { c.PrivateAccess = ptr.To(true) },
 			func(t *testing.T) { wantEq(t, e.simCluster("life").EndpointPrivateAccess, true) }},
 		{"publicAccessSources", func(c *v1.EKSClusterConfig) { c.PublicAccessSources = []string{"203.0.113.0/24"} },
 			func(t *testing.T) { wantEq(t, e.simCluster("life").PublicAccessCIDRs, []string{"203.0.113.0/24"}) }},
 		{"loggingTypes", func(c *v1.EKSClusterConfig) { c.LoggingTypes = []string{"audit", "api"} },
 			func(t *testing.T) { wantEq(t, sorted(e.simCluster("life").LoggingTypes), []string{"api", "audit"}) }},
-		{"node group scaling", func(c *v1.EKSClusterConfig) { c.NodeGroups[0].DesiredSize, c.NodeGroups[0].MaxSize = ptr.To[int32](4), ptr.To[int32](5) },
-			func(t *testing.T) { ng := e.simCluster("life").Nodegroups[0]; wantEq(t, []int32{ng.DesiredSize, ng.MaxSize}, []int32{4, 5}) }},
+		{"node group scaling", func(c *v1.EKSClusterConfig) {
+			c.NodeGroups[0].DesiredSize, c.NodeGroups[0].MaxSize = ptr.To[int32](4), ptr.To[int32](5)
+		},
+			func(t *testing.T) {
+				ng := e.simCluster("life").Nodegroups[0]
+				wantEq(t, []int32{ng.DesiredSize, ng.MaxSize}, []int32{4, 5})
+			}},
 		{"node group labels", func(c *v1.EKSClusterConfig) { c.NodeGroups[0].Labels = map[string]string{"tier": "web"} },
-			func(t *testing.T) { wantEq(t, e.simCluster("life").Nodegroups[0].Labels, map[string]string{"tier": "web"}) }},
+			func(t *testing.T) {
+				wantEq(t, e.simCluster("life").Nodegroups[0].Labels, map[string]string{"tier": "web"})
+			}},
 		{"node group version", func(c *v1.EKSClusterConfig) { c.NodeGroups[0].Version = ptr.To("1.33") },
 			func(t *testing.T) { wantEq(t, e.simCluster("life").Nodegroups[0].Version, "1.33") }},
 		{"node group tags", func(c *v1.EKSClusterConfig) { c.NodeGroups[0].Tags = map[string]string{"cost": "42"} },
-			func(t *testing.T) { wantEq(t, e.simCluster("life").Nodegroups[0].Tags, map[string]string{"cost": "42"}) }},
+			func(t *testing.T) {
+				wantEq(t, e.simCluster("life").Nodegroups[0].Tags, map[string]string{"cost": "42"})
+			}},
 		{"add node group", func(c *v1.EKSClusterConfig) {
 			c.NodeGroups = append(c.NodeGroups, v1.EKSNodeGroup{Name: "ng-2", NodeRole: ptr.To("arn:aws:iam::123456789012:role/node"), DesiredSize: ptr.To[int32](1), MinSize: ptr.To[int32](1), MaxSize: ptr.To[int32](1), Subnets: []string{"subnet-a"}, InstanceType: ptr.To("t3.large")})
 		}, func(t *testing.T) {

@@ -21,8 +21,8 @@ import (
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/hosted/eks"
-	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 	sim "github.com/droverhq/drover/pkg/cloudsim/eks"
+	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 	"github.com/droverhq/drover/test/envtest"
 )
 

@@ -34,8 +34,8 @@ func TestSeedRace(t *testing.T) {
 				t.Fatal("private access on before the console change")
 			}
 
-			e.console.setPrivateAccess(t, "race", true) // 11:01, in the console
-			e.simTime.Advance(simDelay)                 // the console's update completes
+			e.console.setPrivateAccess(t, "race", true)                                   // 11:01, in the console
+			e.simTime.Advance(simDelay)                                                   // the console's update completes
 			e.edit("race", func(c *v1.EKSClusterConfig) { c.Tags["cost-center"] = "42" }) // 11:03, in drover
 			got := e.settle("race")
 			st := e.simCluster("race")
@@ -159,7 +159,9 @@ func TestBadInputGivesConditionAndSendsNothing(t *testing.T) {
 			cond: hosted.CondCredentials, reason: "Rejected", field: "UnrecognizedClientException"},
 		{name: "missing credential secret", cluster: func() *v1.Cluster { c := created("nosecret"); c.Spec.EKSConfig.CredentialSecret = "absent"; return c },
 			cond: hosted.CondCredentials, reason: "SecretNotFound", field: "eksConfig.credentialSecret"},
-		{name: "downgrade", existing: func(c *v1.EKSClusterConfig) { c.KubernetesVersion, c.NodeGroups[0].Version = ptr.To("1.31"), ptr.To("1.31") },
+		{name: "downgrade", existing: func(c *v1.EKSClusterConfig) {
+			c.KubernetesVersion, c.NodeGroups[0].Version = ptr.To("1.31"), ptr.To("1.31")
+		},
 			cond: hosted.CondConfigValid, reason: "VersionDowngrade", field: "eksConfig.kubernetesVersion"},
 		{name: "minor skip", existing: func(c *v1.EKSClusterConfig) { c.KubernetesVersion = ptr.To("1.34") },
 			cond: hosted.CondConfigValid, reason: "VersionSkip", field: "eksConfig.kubernetesVersion"},

@@ -2,6 +2,7 @@ package eks_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -190,7 +191,8 @@ func TestValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.call(t.Context())
-			if re, ok := err.(*rawError); ok {
+			var re *rawError
+			if errors.As(err, &re) {
 				if re.code != tt.wantCode || re.status != http.StatusBadRequest {
 					t.Fatalf("got HTTP %d %q, want 400 %s", re.status, re.code, tt.wantCode)
 				}

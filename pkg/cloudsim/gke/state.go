@@ -173,10 +173,10 @@ func labelFingerprint(labels map[string]string) string {
 	}
 	h := fnv.New32a()
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		h.Write([]byte(k))
-		h.Write([]byte{0})
-		h.Write([]byte(labels[k]))
-		h.Write([]byte{0})
+		_, _ = h.Write([]byte(k))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(labels[k]))
+		_, _ = h.Write([]byte{0})
 	}
 	return fmt.Sprintf("%08x", h.Sum32())
 }

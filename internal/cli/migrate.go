@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
+	"github.com/droverhq/drover/internal/migration"
+	"github.com/droverhq/drover/internal/migration/checks"
+	"github.com/droverhq/drover/internal/migration/rke1"
+	"github.com/droverhq/drover/internal/migration/rke2"
+	"github.com/droverhq/drover/internal/server"
+)
+
+type migrateOptions struct {
+	distribution, configFile, cluster, mgmtKubeconfig, kubeconfig, stateFile string
+	applyCommand, helmCommand, uninstallCommand                              string
+	leaderMigration, keepCCMLeaderMigration, imdsHostname                    bool
+	kubernetesVersion, imageTag, chartVersion, namespace, kcmIdentity        string
+	stepTimeout                                                              time.Duration
+}
+
+func newMigrateCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "migrate", Short: "Migrate downstream clusters"}
+	cmd.AddCommand(newMigrateCloudProviderCommand())
+	return cmd
+}
+
+func newMigrateCloudProviderCommand() *cobra.Command {
+	o := &migrateOptions{}
+	cmd := &cobra.Command{
+		Use:   "cloud-provider",
+		Short: "Migrate an RKE2 or RKE1 cluster from the in-tree AWS provider to the AWS cloud controller manager",
+		Long: `Migrate from the in-tree AWS cloud provider to the out-of-tree AWS CCM, step by step:
+0 preflight, 1 leader migration on kube-controller-manager, 2 cordon the control plane,
+3 install the CCM, 4 switch the provider (and optionally the version), 5 uncordon,
+6 remove leader migration from the CCM.
+
+plan changes nothing and prints every step with its configuration diff; apply runs the
+steps, saving progress to --state after each so an interrupted apply resumes where it
+stopped; rollback restores the original configuration while the version is below 1.27.`,
+	}
+	f := cmd.PersistentFlags()
+	f.StringVar(&o.distribution, "distribution", "rke2", "rke2 or rke1")
+	f.StringVar(&o.configFile, "config", "", "cluster.yml (rke1) or provisioning Cluster YAML file (rke2), edited in place")
+	f.StringVar(&o.cluster, "cluster", "", "rke2: namespace/name of a live provisioning.cattle.io/v1 Cluster (with --management-kubeconfig)")
+	f.StringVar(&o.mgmtKubeconfig, "management-kubeconfig", "", "kubeconfig of the cluster holding --cluster")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the downstream cluster (required)")
+	f.StringVar(&o.stateFile, "state", "", "progress file (default: <config>.migration-state.json, or ./<name>.migration-state.json)")
+	f.StringVar(&o.applyCommand, "apply-command", "", "command applying --config; {file} is its path (default rke1: "+rke1.DefaultApplyCommand+", rke2: kubectl apply -f {file})")
+	f.StringVar(&o.helmCommand, "helm-command", rke1.DefaultHelmCommand, "rke1: command installing the CCM chart; {values} is the values file")
+	f.StringVar(&o.uninstallCommand, "helm-uninstall-command", rke1.DefaultUninstallCommand, "rke1: command removing the CCM chart (rollback)")
+	f.BoolVar(&o.leaderMigration, "leader-migration", true, "hand over through leader migration (false: shorter path with control-plane downtime)")
+	f.BoolVar(&o.keepCCMLeaderMigration, "keep-ccm-leader-migration", false, "skip step 6: leave --enable-leader-migration on the CCM")
+	f.BoolVar(&o.imdsHostname, "use-instance-metadata-hostname", false, "rke1: set cloud_provider.useInstanceMetadataHostname in the switch")
+	f.StringVar(&o.kubernetesVersion, "kubernetes-version", "", "upgrade to this version in the switch step (e.g. v1.27.16+rke2r1)")
+	f.StringVar(&o.imageTag, "ccm-image-tag", "", "CCM image tag (default v1.<target minor>.0)")
+	f.StringVar(&o.chartVersion, "ccm-chart-version", "", "aws-cloud-controller-manager chart version")
+	f.StringVar(&o.namespace, "system-namespace", "kube-system", "downstream namespace of the control-plane pods, leases and CCM")
+	f.StringVar(&o.kcmIdentity, "kcm-identity", checks.DefaultKCMIdentity, "user kube-controller-manager authenticates as")
+	f.DurationVar(&o.stepTimeout, "step-timeout", 10*time.Minute, "how long a step's verification may take")
+
+	cmd.AddCommand(
+		&cobra.Command{Use: "plan", Short: "Run the preflight and print every step with its configuration diff", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return o.plan(cmd, cmd.OutOrStdout()) }},
+		&cobra.Command{Use: "apply", Short: "Run (or resume) the migration", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return o.apply(cmd, cmd.OutOrStdout()) }},
+		&cobra.Command{Use: "status", Short: "Print the migration's progress from the state file", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return o.status(cmd, cmd.OutOrStdout()) }},
+		&cobra.Command{Use: "rollback", Short: "Restore the original configuration (only below Kubernetes 1.27)", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return o.rollback(cmd, cmd.OutOrStdout()) }},
+	)
+	return cmd
+}
+
+func (o *migrateOptions) spec() migrationv1alpha1.CloudProviderMigrationSpec {
+	lm := o.leaderMigration
+	return migrationv1alpha1.CloudProviderMigrationSpec{
+		Distribution: migrationv1alpha1.Distribution(o.distribution), TargetProvider: migrationv1alpha1.TargetProviderExternalAWS,
+		KubernetesVersion: o.kubernetesVersion, LeaderMigration: &lm,
+		CCM: migrationv1alpha1.CCMSettings{ImageTag: o.imageTag, ChartVersion: o.chartVersion, KeepLeaderMigration: o.keepCCMLeaderMigration},
+	}
+}
+
+func (o *migrateOptions) engine(out io.Writer) (*migration.Engine, error) {
+	if o.kubeconfig == "" {
+		return nil, errors.New("--kubeconfig (the downstream cluster) is required")
+	}
+	down, err := clientsetFor(o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	var dist migration.Distribution
+	switch o.distribution {
+	case "rke1":
+		if o.configFile == "" {
+			return nil, errors.New("rke1 needs --config <cluster.yml>")
+		}
+		c := rke1.New(o.configFile, o.applyCommand, nil)
+		c.HelmCommand, c.UninstallCommand, c.UseInstanceMetadataHostname = o.helmCommand, o.uninstallCommand, o.imdsHostname
+		dist = c
+	case "rke2":
+		switch {
+		case o.configFile != "":
+			apply := o.applyCommand
+			if apply == "" {
+				apply = "kubectl apply -f {file}"
+			}
+			dist = &rke2.File{FileBackend: migration.FileBackend{Path: o.configFile, Command: apply}}
+		case o.cluster != "":
+			ns, name, ok := strings.Cut(o.cluster, "/")
+			if !ok || o.mgmtKubeconfig == "" {
+				return nil, errors.New("--cluster takes namespace/name and needs --management-kubeconfig")
+			}
+			cfg, err := clientcmd.BuildConfigFromFlags("", o.mgmtKubeconfig)
+			if err != nil {
+				return nil, fmt.Errorf("load --management-kubeconfig: %w", err)
+			}
+			c, err := client.New(cfg, client.Options{Scheme: server.Scheme()})
+			if err != nil {
+				return nil, fmt.Errorf("management cluster client: %w", err)
+			}
+			dist = &rke2.Object{Client: c, Key: types.NamespacedName{Namespace: ns, Name: name}}
+		default:
+			return nil, errors.New("rke2 needs --config <file> or --cluster namespace/name")
+		}
+	default:
+		return nil, fmt.Errorf("--distribution must be rke2 or rke1, not %q", o.distribution)
+	}
+	state := o.stateFile
+	if state == "" {
+		if o.configFile != "" {
+			state = o.configFile + ".migration-state.json"
+		} else {
+			state = strings.ReplaceAll(o.cluster, "/", "_") + ".migration-state.json"
+		}
+	}
+	return &migration.Engine{
+		Dist: dist, Store: migration.FileStore{Path: filepath.Clean(state)}, StepTimeout: o.stepTimeout,
+		Checks: &checks.Checker{Client: down, Namespace: o.namespace, KCMIdentity: o.kcmIdentity},
+		Report: func(s migrationv1alpha1.StepStatus) {
+			fmt.Fprintf(out, "step %d %-26s %s", s.Index, s.Name, s.Phase)
+			if s.Message != "" {
+				fmt.Fprintf(out, ": %s", s.Message)
+			}
+			fmt.Fprintln(out)
+		},
+	}, nil
+}
+
+func clientsetFor(path string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("load --kubeconfig: %w", err)
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+func (o *migrateOptions) plan(cmd *cobra.Command, out io.Writer) error {
+	eng, err := o.engine(out)
+	if err != nil {
+		return err
+	}
+	p, err := eng.Plan(cmd.Context(), o.spec())
+	if err != nil {
+		return err
+	}
+	p.Print(out)
+	if len(p.Refusals) > 0 {
+		return errors.New("the cluster is not eligible for migration (see above)")
+	}
+	return nil
+}
+
+func (o *migrateOptions) apply(cmd *cobra.Command, out io.Writer) error {
+	ctx := cmd.Context()
+	eng, err := o.engine(out)
+	if err != nil {
+		return err
+	}
+	if _, err := eng.Store.Load(ctx); errors.Is(err, migration.ErrNoState) {
+		p, err := eng.Plan(ctx, o.spec())
+		if err != nil {
+			return err
+		}
+		if len(p.Refusals) > 0 {
+			p.Print(out)
+			return errors.New("the cluster is not eligible for migration (see above)")
+		}
+	} else if err == nil {
+		fmt.Fprintln(out, "Resuming from", eng.Store.(migration.FileStore).Path)
+	}
+	if err := eng.Init(ctx, o.spec()); err != nil {
+		return err
+	}
+	if err := eng.Run(ctx); err != nil {
+		return err
+	}
+	st, err := eng.Store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Migration %s\n", st.Status.Phase)
+	return nil
+}
+
+func (o *migrateOptions) status(cmd *cobra.Command, out io.Writer) error {
+	eng, err := o.engine(out)
+	if err != nil {
+		return err
+	}
+	st, err := eng.Store.Load(cmd.Context())
+	if errors.Is(err, migration.ErrNoState) {
+		fmt.Fprintln(out, "No migration started (no state file)")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Phase %s, step %d\n", st.Status.Phase, st.Status.CurrentStep)
+	for _, s := range st.Status.Steps {
+		eng.Report(s)
+	}
+	return nil
+}
+
+func (o *migrateOptions) rollback(cmd *cobra.Command, out io.Writer) error {
+	eng, err := o.engine(out)
+	if err != nil {
+		return err
+	}
+	if err := eng.Rollback(cmd.Context()); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "Rolled back: the original configuration is restored")
+	return nil
+}

@@ -1,0 +1,103 @@
+package rke2
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/droverhq/drover/internal/migration"
+)
+
+// ClusterGVK is Rancher's provisioning Cluster; drover does not own the type.
+var ClusterGVK = schema.GroupVersionKind{Group: "provisioning.cattle.io", Version: "v1", Kind: "Cluster"}
+
+// Object is the live provisioning Cluster: the document is apiVersion, kind, name, namespace
+// and spec; writes replace the spec.
+type Object struct {
+	Editor
+	Client client.Client
+	Key    types.NamespacedName
+}
+
+func (o *Object) get(ctx context.Context) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ClusterGVK)
+	if err := o.Client.Get(ctx, o.Key, u); err != nil {
+		return nil, fmt.Errorf("get provisioning Cluster %s: %w", o.Key, err)
+	}
+	return u, nil
+}
+
+// Read returns the Cluster's document.
+func (o *Object) Read(ctx context.Context) ([]byte, error) {
+	u, err := o.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc := map[string]any{
+		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
+		"metadata": map[string]any{"name": u.GetName(), "namespace": u.GetNamespace()},
+		"spec":     u.Object["spec"],
+	}
+	out, err := sigsyaml.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode provisioning Cluster %s: %w", o.Key, err)
+	}
+	return out, nil
+}
+
+// Write replaces the Cluster's spec with the document's.
+func (o *Object) Write(ctx context.Context, doc []byte) error {
+	var m map[string]any
+	if err := sigsyaml.Unmarshal(doc, &m); err != nil {
+		return fmt.Errorf("parse Cluster document: %w", err)
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := o.get(ctx)
+		if err != nil {
+			return err
+		}
+		u.Object["spec"] = m["spec"]
+		return o.Client.Update(ctx, u)
+	})
+}
+
+// Applied reports whether Rancher has reconciled the latest spec: observedGeneration caught up
+// and Ready=True.
+func (o *Object) Applied(ctx context.Context) (bool, string, error) {
+	u, err := o.get(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	if og < u.GetGeneration() {
+		return false, fmt.Sprintf("provisioning Cluster %s: configuration generation %d not yet applied (observed %d); Rancher is rolling it out to the machines", o.Key, u.GetGeneration(), og), nil
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" {
+			if m["status"] == "True" {
+				return true, "", nil
+			}
+			return false, fmt.Sprintf("provisioning Cluster %s is not Ready: %v; check the machines' plan status in Rancher", o.Key, m["message"]), nil
+		}
+	}
+	return false, fmt.Sprintf("provisioning Cluster %s has no Ready condition yet", o.Key), nil
+}
+
+var _ migration.Distribution = (*Object)(nil)
+
+// File is a Cluster manifest on disk, applied by a command (default kubectl apply -f {file}).
+type File struct {
+	Editor
+	migration.FileBackend
+}
+
+var _ migration.Distribution = (*File)(nil)
