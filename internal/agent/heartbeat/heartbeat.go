@@ -1,0 +1,54 @@
+// Package heartbeat checks the agent in: it patches Cluster.status.agent.lastSeen with the
+// request identity, which may patch its own Cluster's status and nothing more.
+package heartbeat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+)
+
+// Beat patches the Cluster's agent status once.
+func Beat(ctx context.Context, c client.Client, workspace, cluster, agentNamespace string, now time.Time) error {
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"agent": fleetv1alpha1.AgentStatus{
+		LastSeen: ptrTime(now), Namespace: agentNamespace,
+	}}})
+	if err != nil {
+		return fmt.Errorf("encode heartbeat: %w", err)
+	}
+	obj := &fleetv1alpha1.Cluster{}
+	obj.Namespace, obj.Name = workspace, cluster
+	if err := c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("heartbeat for cluster %s/%s: %w", workspace, cluster, err)
+	}
+	return nil
+}
+
+// Run beats every interval until ctx ends or a beat fails with err returned by stop.
+func Run(ctx context.Context, c client.Client, workspace, cluster, agentNamespace string, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := Beat(ctx, c, workspace, cluster, agentNamespace, time.Now()); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			ctrl.LoggerFrom(ctx).Error(err, "Checking in")
+			if isAuth(err) {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

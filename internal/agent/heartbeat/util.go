@@ -1,0 +1,16 @@
+package heartbeat
+
+import (
+	"errors"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func ptrTime(t time.Time) *metav1.Time { return &metav1.Time{Time: t.Truncate(time.Second)} }
+
+func isAuth(err error) bool {
+	var s apierrors.APIStatus
+	return errors.As(err, &s) && (apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err))
+}

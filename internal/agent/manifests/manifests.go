@@ -1,0 +1,127 @@
+// Package manifests builds the downstream objects of an agent installation: the importer
+// applies them, `drover agent install` prints them, and the Helm chart renders the same set.
+package manifests
+
+import (
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+)
+
+// Names of the downstream objects.
+const (
+	DefaultNamespace = "drover-agent"
+	DefaultImage     = "ghcr.io/droverhq/drover:latest"
+	Name             = "drover-agent"
+	// BootstrapSecret holds the import identity until registration succeeds.
+	BootstrapSecret = "drover-agent-bootstrap"
+	// CredentialSecret holds the request identity after registration.
+	CredentialSecret = "drover-agent-credential"
+	// ConfigMap holds the agent's settings (clientID, labels).
+	ConfigMap = "drover-agent"
+	// KeyLabels is the ConfigMap key of the JSON cluster labels.
+	KeyLabels = "labels"
+)
+
+// Options configure an agent installation.
+type Options struct {
+	Namespace string
+	Image     string
+	ClientID  string
+	Labels    map[string]string
+	// Bootstrap is the bootstrap secret's data (the token values); nil leaves it out.
+	Bootstrap map[string][]byte
+	// ConfigHash is put on the pod template so a changed bootstrap rolls the agent.
+	ConfigHash string
+}
+
+// Objects returns the agent installation's objects in apply order.
+func Objects(o Options) ([]*unstructured.Unstructured, error) {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	labels := map[string]string{"app.kubernetes.io/name": Name, fleetv1alpha1.ManagedLabel: "true"}
+	meta := func(ns, name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}
+	}
+	clusterRole := Name + "-" + o.Namespace
+	labelsJSON, err := json.Marshal(o.Labels)
+	if err != nil {
+		return nil, fmt.Errorf("encode labels: %w", err)
+	}
+	objs := []runtime.Object{
+		&corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: meta("", o.Namespace)},
+		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: meta(o.Namespace, Name)},
+		// The agent applies arbitrary manifests, so downstream it needs broad rights; upstream
+		// its request identity is scoped to its own cluster namespace.
+		&rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: meta("", clusterRole),
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}, {NonResourceURLs: []string{"*"}, Verbs: []string{"*"}}}},
+		&rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: meta("", clusterRole),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: o.Namespace, Name: Name}}},
+		&corev1.ConfigMap{TypeMeta: tm("v1", "ConfigMap"), ObjectMeta: meta(o.Namespace, ConfigMap),
+			Data: map[string]string{fleetv1alpha1.KeyClientID: o.ClientID, KeyLabels: string(labelsJSON)}},
+	}
+	if o.Bootstrap != nil {
+		objs = append(objs, &corev1.Secret{TypeMeta: tm("v1", "Secret"), ObjectMeta: meta(o.Namespace, BootstrapSecret),
+			Type: fleetv1alpha1.SecretTypeAgentBootstrap, Data: o.Bootstrap})
+	}
+	objs = append(objs, &appsv1.Deployment{TypeMeta: tm("apps/v1", "Deployment"), ObjectMeta: meta(o.Namespace, Name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": Name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/name": Name},
+					Annotations: map[string]string{"fleet.drover.io/config-hash": o.ConfigHash}},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: Name,
+					Containers: []corev1.Container{{
+						Name: "agent", Image: o.Image, Args: []string{"agent", "--namespace", o.Namespace},
+						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true),
+							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+					}},
+				},
+			},
+		}})
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, obj := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, fmt.Errorf("convert %T: %w", obj, err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		unstructured.RemoveNestedField(u.Object, "status")
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+func tm(apiVersion, kind string) metav1.TypeMeta { return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind} }
+
+// YAML renders objects as a multi-document YAML stream.
+func YAML(objs []*unstructured.Unstructured) ([]byte, error) {
+	var out []byte
+	for _, u := range objs {
+		b, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		out = append(append(out, "---\n"...), b...)
+	}
+	return out, nil
+}

@@ -1,0 +1,352 @@
+// Package register is the agent side of the identity handshake: it trades the import identity in
+// the bootstrap secret for a request identity, persists that in the agent credential secret and
+// deletes the bootstrap secret. An agent whose stored credential works never registers again;
+// one whose credential was rejected and whose bootstrap secret is gone reports that and stops.
+package register
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent/manifests"
+	"github.com/droverhq/drover/internal/registration/names"
+)
+
+// Scheme has the types the agent reads and writes upstream and downstream.
+var Scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = fleetv1alpha1.AddToScheme(s)
+	return s
+}()
+
+// Failure is a registration failure with a stable reason (fleetv1alpha1.Reason*).
+type Failure struct {
+	Reason string
+	Err    error
+}
+
+func (f *Failure) Error() string { return f.Reason + ": " + f.Err.Error() }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Options configure registration.
+type Options struct {
+	// Downstream is a client for the agent's own cluster.
+	Downstream client.Client
+	// Namespace is the agent namespace downstream.
+	Namespace string
+	// ClientID overrides the clientID (else the ConfigMap's, else the kube-system UID).
+	ClientID string
+	// Labels are added to the ConfigMap's cluster labels.
+	Labels map[string]string
+	// WaitTimeout bounds the wait for the registration secret (default 30m).
+	WaitTimeout time.Duration
+}
+
+// Credential is a working request identity.
+type Credential struct {
+	ClusterName, ClusterNamespace, DeploymentNamespace, ServiceAccount string
+	Expiry                                                             time.Time
+	// Registered is true when this call registered (false: the stored credential was reused).
+	Registered bool
+
+	host  string
+	ca    []byte
+	token atomic.Pointer[string]
+}
+
+// Config returns a rest.Config for the request identity; it follows token renewals.
+func (c *Credential) Config() *rest.Config {
+	cfg := &rest.Config{Host: c.host, TLSClientConfig: rest.TLSClientConfig{CAData: c.ca}, QPS: 20, Burst: 40}
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			req = req.Clone(req.Context())
+			req.Header.Set("Authorization", "Bearer "+*c.token.Load())
+			return rt.RoundTrip(req)
+		})
+	}
+	return cfg
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Ensure returns a working credential: the stored one if the management cluster accepts it,
+// else a new one registered with the bootstrap secret.
+func Ensure(ctx context.Context, o Options) (*Credential, error) {
+	if o.WaitTimeout == 0 {
+		o.WaitTimeout = 30 * time.Minute
+	}
+	log := ctrl.LoggerFrom(ctx)
+	stored := &corev1.Secret{}
+	err := o.Downstream.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: manifests.CredentialSecret}, stored)
+	if client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("get agent credential secret: %w", err)
+	}
+	revoked := false
+	if err == nil {
+		cred := fromSecret(stored.Data, string(stored.Data[fleetv1alpha1.KeyToken]))
+		switch err := verify(ctx, cred, 0); {
+		case err == nil:
+			log.V(1).Info("Stored credential works: not registering again")
+			return cred, nil
+		case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
+			log.Info("Stored credential was rejected", "reason", err.Error())
+			revoked = true
+		default:
+			// The management cluster may just be unreachable: registering again would not help.
+			return nil, fmt.Errorf("check stored credential: %w", err)
+		}
+	}
+	boot := &corev1.Secret{}
+	if err := o.Downstream.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: manifests.BootstrapSecret}, boot); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("get bootstrap secret: %w", err)
+		}
+		if revoked {
+			return nil, &Failure{fleetv1alpha1.ReasonCredentialRevoked, errors.New("the stored credential was rejected by the management cluster and there is no bootstrap secret to register again: re-import the cluster or install the agent with a new token")}
+		}
+		return nil, &Failure{fleetv1alpha1.ReasonBootstrapMissing, fmt.Errorf("neither credential nor bootstrap secret %s/%s exists: install the agent with a registration token", o.Namespace, manifests.BootstrapSecret)}
+	}
+	cred, err := register(ctx, o, boot.Data)
+	if err != nil {
+		return nil, err
+	}
+	if err := persist(ctx, o, cred); err != nil {
+		return nil, err
+	}
+	if err := o.Downstream.Delete(ctx, boot); client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("delete bootstrap secret: %w", err)
+	}
+	log.Info("Registered", "Cluster", cred.ClusterName, "namespace", cred.DeploymentNamespace)
+	return cred, nil
+}
+
+func fromSecret(d map[string][]byte, token string) *Credential {
+	c := &Credential{
+		ClusterName: string(d[fleetv1alpha1.KeyClusterName]), ClusterNamespace: string(d[fleetv1alpha1.KeyClusterNamespace]),
+		DeploymentNamespace: string(d[fleetv1alpha1.KeyDeploymentNamespace]), ServiceAccount: string(d[fleetv1alpha1.KeyServiceAccount]),
+		host: string(d[fleetv1alpha1.KeyAPIServerURL]), ca: d[fleetv1alpha1.KeyAPIServerCA],
+	}
+	c.Expiry, _ = time.Parse(time.RFC3339, string(d[fleetv1alpha1.KeyTokenExpiry]))
+	c.token.Store(&token)
+	return c
+}
+
+// verify lists BundleDeployments with the request identity. Right after a grant the RBAC
+// change may not be visible yet: Forbidden is retried for up to grace instead of registering again.
+func verify(ctx context.Context, cred *Credential, grace time.Duration) error {
+	cfg := cred.Config()
+	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	c, err := client.New(cfg, client.Options{Scheme: Scheme})
+	if err != nil {
+		return fmt.Errorf("client for request identity: %w", err)
+	}
+	deadline := time.Now().Add(grace)
+	delay := 100 * time.Millisecond
+	for {
+		err := c.List(ctx, &fleetv1alpha1.BundleDeploymentList{}, client.InNamespace(cred.DeploymentNamespace), client.Limit(1))
+		if err == nil || !apierrors.IsForbidden(err) || time.Now().After(deadline) {
+			return err
+		}
+		if err := pause(ctx, delay); err != nil {
+			return err
+		}
+		delay = min(delay*2, 2*time.Second)
+	}
+}
+
+func register(ctx context.Context, o Options, boot map[string][]byte) (*Credential, error) {
+	host, ca, token := string(boot[fleetv1alpha1.KeyAPIServerURL]), boot[fleetv1alpha1.KeyAPIServerCA], string(boot[fleetv1alpha1.KeyToken])
+	workspace, sysNS, tokenName := string(boot[fleetv1alpha1.KeyClusterNamespace]), string(boot[fleetv1alpha1.KeySystemRegistrationNamespace]), string(boot[fleetv1alpha1.KeyTokenName])
+	if host == "" || token == "" || workspace == "" {
+		return nil, &Failure{fleetv1alpha1.ReasonRegistrationFailed, errors.New("bootstrap secret lacks apiServerURL, token or clusterNamespace")}
+	}
+	if sysNS == "" {
+		sysNS = fleetv1alpha1.SystemRegistrationNamespace
+	}
+	importCfg := &rest.Config{Host: host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: 5, Burst: 10}
+	ic, err := client.New(importCfg, client.Options{Scheme: Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("client for import identity: %w", err)
+	}
+	clientID, labels, err := identity(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	random := randomHex(32)
+	cr := &fleetv1alpha1.ClusterRegistration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: workspace, GenerateName: "request-", Labels: map[string]string{fleetv1alpha1.TokenLabel: tokenName}},
+		Spec:       fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: random, ClusterLabels: labels},
+	}
+	if err := ic.Create(ctx, cr); err != nil {
+		return nil, &Failure{fleetv1alpha1.ReasonRegistrationFailed, fmt.Errorf("create ClusterRegistration at %s: %w", host, err)}
+	}
+	secretName := names.RegistrationSecretName(clientID, random)
+	ctrl.LoggerFrom(ctx).V(1).Info("Waiting for registration secret", "ClusterRegistration", cr.Name, "secret", secretName)
+	data, err := waitForSecret(ctx, importCfg, sysNS, secretName, o.WaitTimeout)
+	if err != nil {
+		return nil, &Failure{fleetv1alpha1.ReasonRegistrationFailed, fmt.Errorf("wait for registration secret of %s: %w", cr.Name, err)}
+	}
+	d := maps.Clone(data)
+	d[fleetv1alpha1.KeyAPIServerURL], d[fleetv1alpha1.KeyAPIServerCA] = []byte(host), ca
+	cred := fromSecret(d, string(data[fleetv1alpha1.KeyToken]))
+	cred.Registered = true
+	if err := verify(ctx, cred, 30*time.Second); err != nil {
+		return nil, &Failure{fleetv1alpha1.ReasonRegistrationFailed, fmt.Errorf("verify request identity: %w", err)}
+	}
+	return cred, nil
+}
+
+// identity is the clientID (option, ConfigMap, else the kube-system namespace UID) and labels.
+func identity(ctx context.Context, o Options) (string, map[string]string, error) {
+	labels := map[string]string{}
+	cm := &corev1.ConfigMap{}
+	err := o.Downstream.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: manifests.ConfigMap}, cm)
+	if client.IgnoreNotFound(err) != nil {
+		return "", nil, fmt.Errorf("get agent config: %w", err)
+	}
+	if v := cm.Data[manifests.KeyLabels]; v != "" && v != "null" {
+		if err := json.Unmarshal([]byte(v), &labels); err != nil {
+			return "", nil, fmt.Errorf("parse agent config labels: %w", err)
+		}
+	}
+	maps.Copy(labels, o.Labels)
+	id := o.ClientID
+	if id == "" {
+		id = cm.Data[fleetv1alpha1.KeyClientID]
+	}
+	if id == "" {
+		ks := &corev1.Namespace{}
+		if err := o.Downstream.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ks); err != nil {
+			return "", nil, fmt.Errorf("get kube-system namespace for the clientID: %w", err)
+		}
+		id = string(ks.UID)
+	}
+	return id, labels, nil
+}
+
+// waitForSecret watches the one registration secret (a name-scoped watch, which is all the
+// import identity may do) instead of polling, so N agents cost N watches, not N×polls.
+func waitForSecret(ctx context.Context, cfg *rest.Config, ns, name string, timeout time.Duration) (map[string][]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("clientset for import identity: %w", err)
+	}
+	delay := 500 * time.Millisecond
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	for {
+		// Until the grant, the import identity may not even watch the name: back off and retry.
+		w, err := cs.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err == nil {
+			for ev := range w.ResultChan() {
+				if s, ok := ev.Object.(*corev1.Secret); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) && len(s.Data[fleetv1alpha1.KeyToken]) > 0 {
+					w.Stop()
+					return s.Data, nil
+				}
+			}
+			w.Stop()
+		} else if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
+			ctrl.LoggerFrom(ctx).V(1).Info("Watching registration secret failed, retrying", "error", err.Error())
+		}
+		if err := pause(ctx, jitter(delay)); err != nil {
+			return nil, err
+		}
+		delay = min(delay*3/2, 5*time.Second)
+	}
+}
+
+func persist(ctx context.Context, o Options, c *Credential) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: manifests.CredentialSecret}}
+	data := c.data()
+	err := o.Downstream.Create(ctx, &corev1.Secret{ObjectMeta: s.ObjectMeta, Type: fleetv1alpha1.SecretTypeAgentCredential, Data: data})
+	if apierrors.IsAlreadyExists(err) {
+		if err := o.Downstream.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+			return fmt.Errorf("get agent credential secret: %w", err)
+		}
+		s.Data = data
+		err = o.Downstream.Update(ctx, s)
+	}
+	if err != nil {
+		return fmt.Errorf("persist agent credential secret: %w", err)
+	}
+	return nil
+}
+
+func (c *Credential) data() map[string][]byte {
+	return map[string][]byte{
+		fleetv1alpha1.KeyAPIServerURL: []byte(c.host), fleetv1alpha1.KeyAPIServerCA: c.ca, fleetv1alpha1.KeyToken: []byte(*c.token.Load()),
+		fleetv1alpha1.KeyTokenExpiry: []byte(c.Expiry.UTC().Format(time.RFC3339)), fleetv1alpha1.KeyClusterName: []byte(c.ClusterName),
+		fleetv1alpha1.KeyClusterNamespace: []byte(c.ClusterNamespace), fleetv1alpha1.KeyDeploymentNamespace: []byte(c.DeploymentNamespace),
+		fleetv1alpha1.KeyServiceAccount: []byte(c.ServiceAccount),
+	}
+}
+
+// Renew replaces the request token with a fresh one (a TokenRequest on the agent's own
+// ServiceAccount, the only token it may request) and persists it.
+func (c *Credential) Renew(ctx context.Context, o Options, ttl time.Duration) error {
+	cs, err := kubernetes.NewForConfig(c.Config())
+	if err != nil {
+		return fmt.Errorf("clientset for request identity: %w", err)
+	}
+	secs := int64(ttl / time.Second)
+	tr, err := cs.CoreV1().ServiceAccounts(c.DeploymentNamespace).CreateToken(ctx, c.ServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("renew request token: %w", err)
+	}
+	tok := tr.Status.Token
+	c.token.Store(&tok)
+	c.Expiry = tr.Status.ExpirationTimestamp.Time
+	return persist(ctx, o, c)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand never fails on supported platforms
+	return hex.EncodeToString(b)
+}
+
+func jitter(d time.Duration) time.Duration {
+	b := make([]byte, 1)
+	_, _ = rand.Read(b)
+	return d/2 + d*time.Duration(b[0])/512
+}
+
+// pause waits for d or until ctx ends (a retry delay, not synchronisation).
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,352 @@
+// Package clusterregistration grants ClusterRegistrations: it finds or creates the Cluster for
+// the clientID, gives the agent a request identity scoped to its own cluster namespace and
+// Cluster status, answers with a registration secret readable only by the registering import
+// identity, and deletes superseded registrations of the same clientID, so each cluster keeps
+// exactly one registration object set however often it re-registers.
+package clusterregistration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	clusterctrl "github.com/droverhq/drover/internal/registration/cluster"
+	"github.com/droverhq/drover/internal/registration/internal/kube"
+	"github.com/droverhq/drover/internal/registration/names"
+)
+
+const (
+	finalizer = "fleet.drover.io/registration-cleanup"
+	// ClientIDIndex indexes Clusters and ClusterRegistrations by spec.clientID.
+	ClientIDIndex = "spec.clientID"
+)
+
+// Reconciler grants ClusterRegistrations.
+type Reconciler struct {
+	Client client.Client
+	// RequestTokenTTL is the lifetime of a request token (default 24h). The agent renews it
+	// itself with a TokenRequest on its own ServiceAccount, so an agent offline for longer than
+	// this has to be registered again.
+	RequestTokenTTL time.Duration
+	// MaxConcurrentReconciles defaults to 32.
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers the controller and the clientID indexes.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Client == nil {
+		return errors.New("clusterregistration reconciler: Client is required")
+	}
+	if r.RequestTokenTTL == 0 {
+		r.RequestTokenTTL = 24 * time.Hour
+	}
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &fleetv1alpha1.Cluster{}, ClientIDIndex, func(o client.Object) []string {
+		return []string{o.(*fleetv1alpha1.Cluster).Spec.ClientID}
+	}); err != nil {
+		return fmt.Errorf("index Clusters by clientID: %w", err)
+	}
+	if err := idx.IndexField(ctx, &fleetv1alpha1.ClusterRegistration{}, ClientIDIndex, func(o client.Object) []string {
+		return []string{o.(*fleetv1alpha1.ClusterRegistration).Spec.ClientID}
+	}); err != nil {
+		return fmt.Errorf("index ClusterRegistrations by clientID: %w", err)
+	}
+	workers := r.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = 32
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clusterregistration").
+		For(&fleetv1alpha1.ClusterRegistration{}).
+		// A registration waiting for its Cluster's namespace continues when the Cluster has one.
+		Watches(&fleetv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.registrationsOf)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+func (r *Reconciler) registrationsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	c := o.(*fleetv1alpha1.Cluster)
+	if c.Spec.ClientID == "" || c.Status.Namespace == "" {
+		return nil
+	}
+	var list fleetv1alpha1.ClusterRegistrationList
+	if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{ClientIDIndex: c.Spec.ClientID}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ClusterRegistrations of a Cluster")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, cr := range list.Items {
+		if !cr.Status.Granted {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cr)})
+		}
+	}
+	return reqs
+}
+
+// Reconcile grants one registration.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cr := &fleetv1alpha1.ClusterRegistration{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cr.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.delete(ctx, cr)
+	}
+	if cr.Status.Granted {
+		return ctrl.Result{}, nil
+	}
+	before := cr.DeepCopy()
+	deny := func(reason, msg string) (ctrl.Result, error) {
+		kube.SetCondition(&cr.Status.Conditions, cr.Generation, fleetv1alpha1.ConditionGranted, false, reason, msg)
+		if err := kube.PatchStatus(ctx, r.Client, cr, before); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
+	}
+	if msg := validateLabels(cr.Spec.ClusterLabels); msg != "" {
+		return deny(fleetv1alpha1.ReasonReservedLabel, msg)
+	}
+
+	// A newer registration of the same clientID supersedes this one: never grant it.
+	var siblings fleetv1alpha1.ClusterRegistrationList
+	if err := r.Client.List(ctx, &siblings, client.InNamespace(cr.Namespace), client.MatchingFields{ClientIDIndex: cr.Spec.ClientID}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list registrations of clientID: %w", err)
+	}
+	for i := range siblings.Items {
+		if newer(&siblings.Items[i], cr) {
+			ctrl.LoggerFrom(ctx).Info("Deleting superseded ClusterRegistration", "newer", siblings.Items[i].Name)
+			return ctrl.Result{}, kube.Delete(ctx, r.Client, cr)
+		}
+	}
+
+	cluster, err := r.findOrCreateCluster(ctx, cr)
+	if err != nil {
+		var denied deniedError
+		if errors.As(err, &denied) {
+			return deny(denied.reason, denied.msg)
+		}
+		return ctrl.Result{}, err
+	}
+	cr.Status.ClusterName = cluster.Name
+	if cluster.Status.Namespace == "" {
+		kube.SetCondition(&cr.Status.Conditions, cr.Generation, fleetv1alpha1.ConditionGranted, false, fleetv1alpha1.ReasonWaitingForNamespace, "Waiting for the cluster namespace")
+		return ctrl.Result{}, kube.PatchStatus(ctx, r.Client, cr, before) // the Cluster watch continues
+	}
+
+	importSA, err := r.importIdentity(ctx, cr)
+	if err != nil {
+		var denied deniedError
+		if errors.As(err, &denied) {
+			return deny(denied.reason, denied.msg)
+		}
+		return ctrl.Result{}, err
+	}
+
+	if controllerutil.AddFinalizer(cr, finalizer) {
+		status := cr.Status.DeepCopy()
+		if err := r.Client.Patch(ctx, cr, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+		before = cr.DeepCopy()
+		cr.Status = *status
+	}
+	if err := r.grant(ctx, cr, cluster, importSA); err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range siblings.Items {
+		if s := &siblings.Items[i]; s.Name != cr.Name {
+			if err := kube.Delete(ctx, r.Client, s); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	cr.Status.Granted = true
+	kube.SetCondition(&cr.Status.Conditions, cr.Generation, fleetv1alpha1.ConditionGranted, true, fleetv1alpha1.ReasonSucceeded, "Registration secret written")
+	return ctrl.Result{}, kube.PatchStatus(ctx, r.Client, cr, before)
+}
+
+// newer reports whether a was created after b (names break ties).
+func newer(a, b *fleetv1alpha1.ClusterRegistration) bool {
+	if a.Name == b.Name || !a.DeletionTimestamp.IsZero() {
+		return false
+	}
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return b.CreationTimestamp.Before(&a.CreationTimestamp)
+	}
+	return a.Name > b.Name
+}
+
+type deniedError struct{ reason, msg string }
+
+func (e deniedError) Error() string { return e.msg }
+
+// validateLabels rejects labels that are invalid or under drover's reserved prefix.
+func validateLabels(labels map[string]string) string {
+	var bad []string
+	for k, v := range labels {
+		if strings.HasPrefix(k, fleetv1alpha1.LabelPrefix) || strings.Contains(k, "drover.io/") {
+			bad = append(bad, k)
+			continue
+		}
+		if len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	slices.Sort(bad)
+	return fmt.Sprintf("Cluster labels %s are reserved for drover or invalid", strings.Join(bad, ", "))
+}
+
+func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) (*fleetv1alpha1.Cluster, error) {
+	var list fleetv1alpha1.ClusterList
+	if err := r.Client.List(ctx, &list, client.InNamespace(cr.Namespace), client.MatchingFields{ClientIDIndex: cr.Spec.ClientID}); err != nil {
+		return nil, fmt.Errorf("list clusters by clientID: %w", err)
+	}
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp.IsZero() {
+			return &list.Items[i], nil
+		}
+	}
+	c := &fleetv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cr.Namespace, Name: names.ClusterNameForClientID(cr.Spec.ClientID), Labels: cr.Spec.ClusterLabels},
+		Spec:       fleetv1alpha1.ClusterSpec{ClientID: cr.Spec.ClientID},
+	}
+	err := r.Client.Create(ctx, c)
+	if apierrors.IsAlreadyExists(err) {
+		// Created by a concurrent registration, or not yet in the cache.
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return nil, fmt.Errorf("get cluster %s: %w", c.Name, err)
+		}
+		if c.Spec.ClientID != cr.Spec.ClientID {
+			return nil, deniedError{fleetv1alpha1.ReasonClusterConflict, fmt.Sprintf("Cluster %s exists with another clientID", c.Name)}
+		}
+		return c, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create cluster %s: %w", c.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Created Cluster for registration", "Cluster", c.Name)
+	return c, nil
+}
+
+// importIdentity is the ServiceAccount of the token the registration was made with: only it
+// may read the answer.
+func (r *Reconciler) importIdentity(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) (string, error) {
+	name := cr.Labels[fleetv1alpha1.TokenLabel]
+	if name == "" {
+		return "", deniedError{fleetv1alpha1.ReasonRegistrationFailed, "Registration has no " + fleetv1alpha1.TokenLabel + " label"}
+	}
+	tok := &fleetv1alpha1.ClusterRegistrationToken{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cr.Namespace, Name: name}, tok); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", deniedError{fleetv1alpha1.ReasonRegistrationFailed, fmt.Sprintf("Registration token %s does not exist", name)}
+		}
+		return "", fmt.Errorf("get token %s: %w", name, err)
+	}
+	if tok.Status.ServiceAccountName == "" {
+		return "", fmt.Errorf("token %s has no import identity yet", name)
+	}
+	return tok.Status.ServiceAccountName, nil
+}
+
+// grant creates the request identity and its rights, then the secret reader for the import
+// identity, and the registration secret last: once the answer is readable, its rights are in place.
+func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, c *fleetv1alpha1.Cluster, importSA string) error {
+	ns, sa := c.Status.Namespace, cr.Name
+	labels := clusterctrl.Labels(c)
+	regLabels := clusterctrl.Labels(c)
+	regLabels[fleetv1alpha1.RegistrationLabel] = cr.Name
+	regLabels[fleetv1alpha1.TokenLabel] = cr.Labels[fleetv1alpha1.TokenLabel]
+	secretName := names.RegistrationSecretName(cr.Spec.ClientID, cr.Spec.ClientRandom)
+	statusRole := names.ClusterStatusRole(c.Name)
+	fleet := fleetv1alpha1.GroupVersion.Group
+
+	for _, obj := range []interface{ IsApplyConfiguration() }{
+		kube.ServiceAccount(ns, sa, regLabels),
+		kube.Role(ns, names.AgentRole, labels,
+			rbacv1.PolicyRule{APIGroups: []string{fleet}, Resources: []string{"bundledeployments"}, Verbs: []string{"get", "list", "watch"}},
+			rbacv1.PolicyRule{APIGroups: []string{fleet}, Resources: []string{"bundledeployments/status"}, Verbs: []string{"update", "patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
+			// Renewing its own short-lived token, and nothing else.
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{sa}, Verbs: []string{"create"}}),
+		// The binding names only the current request identity: re-registration revokes the old one.
+		kube.RoleBinding(ns, names.AgentRole, labels, names.AgentRole, ns, sa),
+		kube.Role(c.Namespace, statusRole, labels,
+			rbacv1.PolicyRule{APIGroups: []string{fleet}, Resources: []string{"clusters/status"}, ResourceNames: []string{c.Name}, Verbs: []string{"patch"}}),
+		kube.RoleBinding(c.Namespace, statusRole, labels, statusRole, ns, sa),
+		kube.Role(fleetv1alpha1.SystemRegistrationNamespace, secretName, regLabels,
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secretName}, Verbs: []string{"get", "list", "watch"}}),
+		kube.RoleBinding(fleetv1alpha1.SystemRegistrationNamespace, secretName, regLabels, secretName, cr.Namespace, importSA),
+	} {
+		if err := kube.Apply(ctx, r.Client, obj); err != nil {
+			return fmt.Errorf("apply request identity %s/%s: %w", ns, sa, err)
+		}
+	}
+	token, exp, err := kube.RequestToken(ctx, r.Client, ns, sa, r.RequestTokenTTL)
+	if err != nil {
+		return err
+	}
+	secret := kube.Secret(fleetv1alpha1.SystemRegistrationNamespace, secretName, fleetv1alpha1.SecretTypeAgentCredential, regLabels, map[string][]byte{
+		fleetv1alpha1.KeyToken:               []byte(token),
+		fleetv1alpha1.KeyTokenExpiry:         []byte(exp.UTC().Format(time.RFC3339)),
+		fleetv1alpha1.KeyClusterName:         []byte(c.Name),
+		fleetv1alpha1.KeyClusterNamespace:    []byte(c.Namespace),
+		fleetv1alpha1.KeyDeploymentNamespace: []byte(ns),
+		fleetv1alpha1.KeyServiceAccount:      []byte(sa),
+	})
+	if err := kube.Apply(ctx, r.Client, secret); err != nil {
+		return fmt.Errorf("apply registration secret: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Granted registration", "Cluster", c.Name, "serviceAccount", sa)
+	return nil
+}
+
+// delete removes what was created for one registration: its request ServiceAccount (killing
+// its tokens), the registration secret and its reader.
+func (r *Reconciler) delete(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) error {
+	if !controllerutil.ContainsFinalizer(cr, finalizer) {
+		return nil
+	}
+	byReg := client.MatchingLabels{fleetv1alpha1.RegistrationLabel: cr.Name, fleetv1alpha1.ClusterNamespaceLabel: cr.Namespace}
+	if cr.Status.ClusterName != "" {
+		c := &fleetv1alpha1.Cluster{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: cr.Namespace, Name: cr.Status.ClusterName}, c)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("get cluster %s: %w", cr.Status.ClusterName, err)
+		}
+		if err == nil && c.Status.Namespace != "" {
+			if err := kube.Delete(ctx, r.Client, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: c.Status.Namespace, Name: cr.Name}}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, obj := range []client.Object{&corev1.Secret{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		if err := r.Client.DeleteAllOf(ctx, obj, client.InNamespace(fleetv1alpha1.SystemRegistrationNamespace), byReg); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete %T of registration: %w", obj, err)
+		}
+	}
+	before := cr.DeepCopy()
+	controllerutil.RemoveFinalizer(cr, finalizer)
+	if err := r.Client.Patch(ctx, cr, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	return nil
+}

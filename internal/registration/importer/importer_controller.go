@@ -1,0 +1,331 @@
+// Package importer is manager-initiated registration: for a Cluster with a kubeconfig secret it
+// connects to the downstream cluster and deploys the agent, its RBAC and a bootstrap secret
+// holding an import identity. Its Imported condition says why it cannot (unreachable, x509,
+// missing apiServerURL, bad kubeconfig). A change of API server URL or CA redeploys the agent.
+package importer
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent/manifests"
+	clusterctrl "github.com/droverhq/drover/internal/registration/cluster"
+	"github.com/droverhq/drover/internal/registration/config"
+	"github.com/droverhq/drover/internal/registration/internal/kube"
+	"github.com/droverhq/drover/internal/registration/names"
+)
+
+// kubeconfigSecretIndex indexes Clusters by spec.kubeConfigSecret.
+const kubeconfigSecretIndex = "spec.kubeConfigSecret"
+
+// Reconciler deploys agents to clusters given by kubeconfig.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads kubeconfig and values secrets, which the manager does not cache.
+	APIReader client.Reader
+	Config    config.Ref
+	// ImportTokenTTL is the TTL of the import token created per cluster (default 1h).
+	ImportTokenTTL time.Duration
+	// ConnectTimeout bounds the downstream reachability check (default 10s).
+	ConnectTimeout time.Duration
+	// AgentImage is the default agent image.
+	AgentImage string
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Client == nil || r.APIReader == nil {
+		return errors.New("importer: Client and APIReader are required")
+	}
+	if r.Config == (config.Ref{}) {
+		r.Config = config.DefaultRef
+	}
+	if r.ImportTokenTTL == 0 {
+		r.ImportTokenTTL = time.Hour
+	}
+	if r.ConnectTimeout == 0 {
+		r.ConnectTimeout = 10 * time.Second
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleetv1alpha1.Cluster{}, kubeconfigSecretIndex, func(o client.Object) []string {
+		return []string{o.(*fleetv1alpha1.Cluster).Spec.KubeConfigSecret}
+	}); err != nil {
+		return fmt.Errorf("index Clusters by kubeconfig secret: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clusterimport").
+		For(&fleetv1alpha1.Cluster{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.(*fleetv1alpha1.Cluster).Spec.KubeConfigSecret != ""
+		}))).
+		// Secrets are watched as metadata only: the importer reads the one it needs directly.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfSecret), builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allImported),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return o.GetNamespace() == r.Config.Namespace && o.GetName() == r.Config.Name
+			}))).
+		Watches(&fleetv1alpha1.ClusterRegistrationToken{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if c := o.GetLabels()[fleetv1alpha1.ClusterLabel]; c != "" {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: c}}}
+			}
+			return nil
+		})).
+		Complete(r)
+}
+
+func (r *Reconciler) clustersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var list fleetv1alpha1.ClusterList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{kubeconfigSecretIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	return requests(list.Items)
+}
+
+func (r *Reconciler) allImported(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list fleetv1alpha1.ClusterList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	return requests(list.Items)
+}
+
+func requests(cs []fleetv1alpha1.Cluster) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, c := range cs {
+		if c.Spec.KubeConfigSecret != "" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+		}
+	}
+	return reqs
+}
+
+// failure is an import failure with a stable condition reason.
+type failure struct {
+	reason, msg string
+	retry       bool // transient: retry later rather than wait for a change
+}
+
+func (f *failure) Error() string { return f.msg }
+
+// Reconcile deploys (or redeploys) the agent when it is not deployed for the current settings.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	c := &fleetv1alpha1.Cluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !c.DeletionTimestamp.IsZero() || c.Spec.KubeConfigSecret == "" {
+		return ctrl.Result{}, nil
+	}
+	if c.Spec.ClientID == "" {
+		before := c.DeepCopy()
+		c.Spec.ClientID = randomHex(16)
+		if err := r.Client.Patch(ctx, c, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("set clientID: %w", err)
+		}
+	}
+	if c.Status.Namespace == "" {
+		return ctrl.Result{}, nil // the cluster controller is not done; its status update re-triggers us
+	}
+	before := c.DeepCopy()
+	res, err := r.importCluster(ctx, c)
+	var f *failure
+	switch {
+	case errors.As(err, &f):
+		kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionImported, false, f.reason, f.msg)
+		if perr := kube.PatchStatus(ctx, r.Client, c, before); perr != nil {
+			return ctrl.Result{}, perr
+		}
+		if f.retry {
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		}
+		return ctrl.Result{}, reconcile.TerminalError(err) // a secret or config change re-triggers
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	if !res.IsZero() {
+		return res, nil
+	}
+	return ctrl.Result{}, kube.PatchStatus(ctx, r.Client, c, before)
+}
+
+func (r *Reconciler) importCluster(ctx context.Context, c *fleetv1alpha1.Cluster) (ctrl.Result, error) {
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.KubeConfigSecret}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, &failure{reason: fleetv1alpha1.ReasonKubeconfigMissing, msg: fmt.Sprintf("Kubeconfig secret %s not found", c.Spec.KubeConfigSecret)}
+		}
+		return ctrl.Result{}, fmt.Errorf("get kubeconfig secret: %w", err)
+	}
+	cfg, err := config.Get(ctx, r.Client, r.Config)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// The cluster's own secret overrides the configured values (e.g. the local cluster).
+	url, ca := cfg.APIServerURL, cfg.APIServerCA
+	if v := secret.Data[fleetv1alpha1.KeyAPIServerURL]; len(v) > 0 {
+		url = string(v)
+	}
+	if v := secret.Data[fleetv1alpha1.KeyAPIServerCA]; len(v) > 0 {
+		ca = v
+	}
+	if url == "" {
+		return ctrl.Result{}, &failure{reason: fleetv1alpha1.ReasonMissingAPIServerURL,
+			msg: fmt.Sprintf("No apiServerURL: set it in ConfigMap %s/%s or in secret %s", r.Config.Namespace, r.Config.Name, c.Spec.KubeConfigSecret)}
+	}
+	caHash := config.CAHash(ca)
+	if deployed(c, url, caHash) {
+		return ctrl.Result{}, nil
+	}
+
+	restCfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[fleetv1alpha1.KeyKubeconfig])
+	if err != nil {
+		return ctrl.Result{}, &failure{reason: fleetv1alpha1.ReasonKubeconfigInvalid, msg: fmt.Sprintf("Secret %s key %q is not a usable kubeconfig: %v", secret.Name, fleetv1alpha1.KeyKubeconfig, err)}
+	}
+	if err := r.probe(ctx, restCfg); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	values, res, err := r.importValues(ctx, c)
+	if err != nil || !res.IsZero() {
+		return res, err
+	}
+	values[fleetv1alpha1.KeyAPIServerURL], values[fleetv1alpha1.KeyAPIServerCA] = []byte(url), ca
+	if err := r.deploy(ctx, c, restCfg, values); err != nil {
+		return ctrl.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).Info("Deployed agent to downstream cluster", "agentNamespace", agentNamespace(c))
+	c.Status.APIServerURL, c.Status.APIServerCAHash = url, caHash
+	c.Status.AgentDeployedGeneration = &c.Spec.RedeployAgentGeneration
+	kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionImported, true, fleetv1alpha1.ReasonSucceeded, "Agent deployed")
+	return ctrl.Result{}, nil
+}
+
+func deployed(c *fleetv1alpha1.Cluster, url, caHash string) bool {
+	return c.Status.AgentDeployedGeneration != nil && *c.Status.AgentDeployedGeneration == c.Spec.RedeployAgentGeneration &&
+		c.Status.APIServerURL == url && c.Status.APIServerCAHash == caHash
+}
+
+func agentNamespace(c *fleetv1alpha1.Cluster) string {
+	if c.Spec.AgentNamespace != "" {
+		return c.Spec.AgentNamespace
+	}
+	return manifests.DefaultNamespace
+}
+
+// probe checks that the downstream API server answers, and classifies why not.
+func (r *Reconciler) probe(ctx context.Context, cfg *rest.Config) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = r.ConnectTimeout
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return &failure{reason: fleetv1alpha1.ReasonKubeconfigInvalid, msg: fmt.Sprintf("Kubeconfig cannot be used: %v", err)}
+	}
+	_, err = dc.ServerVersion()
+	var unknownCA x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var host x509.HostnameError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unknownCA), errors.As(err, &invalid), errors.As(err, &host), strings.Contains(err.Error(), "x509:"):
+		return &failure{reason: fleetv1alpha1.ReasonCertificateInvalid, msg: fmt.Sprintf("Downstream API server certificate not trusted by the kubeconfig's CA: %v", err)}
+	case apierrors.IsUnauthorized(err), apierrors.IsForbidden(err):
+		return &failure{reason: fleetv1alpha1.ReasonUnauthorized, msg: fmt.Sprintf("Kubeconfig credentials rejected: %v", err)}
+	default:
+		return &failure{reason: fleetv1alpha1.ReasonUnreachable, msg: fmt.Sprintf("Downstream API server unreachable: %v", err), retry: true}
+	}
+}
+
+// importValues returns the values of the cluster's import token, creating the token if needed.
+func (r *Reconciler) importValues(ctx context.Context, c *fleetv1alpha1.Cluster) (map[string][]byte, ctrl.Result, error) {
+	name := names.ImportTokenName(c.Name)
+	tok := &fleetv1alpha1.ClusterRegistrationToken{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, tok)
+	if err == nil && tok.Labels[fleetv1alpha1.ClusterUIDLabel] != string(c.UID) {
+		// Left over from a deleted Cluster of the same name: never reuse its identity.
+		return nil, ctrl.Result{RequeueAfter: time.Second}, kube.Delete(ctx, r.Client, tok)
+	}
+	if apierrors.IsNotFound(err) {
+		tok = &fleetv1alpha1.ClusterRegistrationToken{
+			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name, Labels: clusterctrl.Labels(c)},
+			Spec:       fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: r.ImportTokenTTL}},
+		}
+		if err := r.Client.Create(ctx, tok); client.IgnoreAlreadyExists(err) != nil {
+			return nil, ctrl.Result{}, fmt.Errorf("create import token: %w", err)
+		}
+		return nil, ctrl.Result{RequeueAfter: 5 * time.Second}, nil // the token watch usually comes first
+	}
+	if err != nil {
+		return nil, ctrl.Result{}, fmt.Errorf("get import token: %w", err)
+	}
+	if tok.Status.Expires != nil && time.Until(tok.Status.Expires.Time) < r.ImportTokenTTL/2 {
+		// Too close to expiry to hand to a new agent: start over with a fresh token.
+		return nil, ctrl.Result{RequeueAfter: time.Second}, kube.Delete(ctx, r.Client, tok)
+	}
+	if tok.Status.SecretName == "" {
+		return nil, ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	s := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: tok.Status.SecretName}, s); err != nil {
+		return nil, ctrl.Result{}, fmt.Errorf("get import token values: %w", err)
+	}
+	return s.Data, ctrl.Result{}, nil
+}
+
+// deploy applies the agent installation downstream. The old credential is deleted so that the
+// agent registers again with the new settings.
+func (r *Reconciler) deploy(ctx context.Context, c *fleetv1alpha1.Cluster, cfg *rest.Config, values map[string][]byte) error {
+	dc, err := client.New(cfg, client.Options{Scheme: runtime.NewScheme()})
+	if err != nil {
+		return &failure{reason: fleetv1alpha1.ReasonKubeconfigInvalid, msg: fmt.Sprintf("Kubeconfig cannot be used: %v", err)}
+	}
+	ns := agentNamespace(c)
+	objs, err := manifests.Objects(manifests.Options{
+		Namespace: ns, Image: c.Spec.AgentImage, ClientID: c.Spec.ClientID, Bootstrap: values,
+		ConfigHash: config.CAHash(append(append([]byte(c.Status.APIServerURL), values[fleetv1alpha1.KeyAPIServerCA]...), fmt.Sprint(c.Spec.RedeployAgentGeneration)...)),
+	})
+	if err != nil {
+		return err
+	}
+	cred := &unstructured.Unstructured{}
+	cred.SetAPIVersion("v1")
+	cred.SetKind("Secret")
+	cred.SetNamespace(ns)
+	cred.SetName(manifests.CredentialSecret)
+	if err := dc.Delete(ctx, cred); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+		return &failure{reason: fleetv1alpha1.ReasonDeployFailed, msg: fmt.Sprintf("Delete old agent credential: %v", err), retry: true}
+	}
+	for _, u := range objs {
+		if err := dc.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(kube.FieldOwner), client.ForceOwnership); err != nil {
+			return &failure{reason: fleetv1alpha1.ReasonDeployFailed, msg: fmt.Sprintf("Apply %s %s downstream: %v", u.GetKind(), u.GetName(), err), retry: true}
+		}
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand never fails on supported platforms
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,247 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent"
+	"github.com/droverhq/drover/internal/agent/manifests"
+	"github.com/droverhq/drover/internal/agent/register"
+	"github.com/droverhq/drover/internal/registration"
+	"github.com/droverhq/drover/internal/registration/config"
+	"github.com/droverhq/drover/internal/server"
+	"github.com/droverhq/drover/test/envtest"
+)
+
+var mgmt, downstream *envtest.Cluster
+
+func TestMain(m *testing.M) {
+	if os.Getenv(benchControllerEnv) != "" {
+		os.Exit(runBenchController())
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("DROVER_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	}
+	type result struct {
+		c   *envtest.Cluster
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := envtest.Start("downstream", envtest.Options{})
+		ch <- result{c, err}
+	}()
+	var err error
+	mgmt, err = envtest.Start("management", envtest.Options{InstallCRDs: true})
+	r := <-ch
+	downstream = r.c
+	defer func() { _ = mgmt.Stop(); _ = downstream.Stop() }()
+	if err != nil || r.err != nil {
+		fmt.Fprintln(os.Stderr, err, r.err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := writeConfig(ctx, mgmt.Client, mgmt.Config.Host, mgmt.Config.CAData); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	done, err := startControllers(ctx, mgmt.Config, true)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	cancel()
+	<-done
+	return code
+}
+
+// writeConfig writes drover's registration settings.
+func writeConfig(ctx context.Context, c client.Client, url string, ca []byte) error {
+	for _, ns := range []string{config.DefaultNamespace} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
+			return err
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: config.DefaultNamespace, Name: config.DefaultName},
+		Data: map[string]string{config.KeyAPIServerURL: url, config.KeyAPIServerCA: string(ca)}}
+	if err := c.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
+		return c.Update(ctx, cm)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// startControllers runs drover's registration controllers against cfg until ctx ends.
+func startControllers(ctx context.Context, cfg *rest.Config, local bool) (<-chan struct{}, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: server.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return nil, err
+	}
+	opts := registration.Options{}
+	if local {
+		opts.LocalConfig = cfg
+	}
+	if err := registration.Setup(ctx, mgr, mgr.GetClient(), opts); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "controllers stopped:", err)
+		}
+	}()
+	return done, nil
+}
+
+// eventually polls cond until it returns nil or the deadline passes.
+func eventually(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met after %s: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// newToken creates a ClusterRegistrationToken and returns its values once issued.
+func newToken(t testing.TB, ns, name string, ttl time.Duration) map[string][]byte {
+	t.Helper()
+	ctx := t.Context()
+	tok := &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: ttl}}}
+	if err := mgmt.Client.Create(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	s := &corev1.Secret{}
+	eventually(t, 20*time.Second, func() error {
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(tok), tok); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(tok.Status.Conditions, fleetv1alpha1.ConditionReady) {
+			return fmt.Errorf("token not ready: %+v", tok.Status.Conditions)
+		}
+		return mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: tok.Status.SecretName}, s)
+	})
+	return s.Data
+}
+
+// downstreamNamespace creates an agent namespace downstream, with a bootstrap secret if given.
+func downstreamNamespace(t testing.TB, bootstrap map[string][]byte) string {
+	t.Helper()
+	ns := downstream.Namespace(t)
+	if bootstrap != nil {
+		putBootstrap(t, downstream.Client, ns, bootstrap)
+	}
+	return ns
+}
+
+func putBootstrap(t testing.TB, c client.Client, ns string, data map[string][]byte) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: manifests.BootstrapSecret}, Data: data}
+	if err := c.Create(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runningAgent is an agent goroutine.
+type runningAgent struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (a *runningAgent) stop() {
+	a.cancel()
+	<-a.done
+}
+
+// startAgent runs an agent in a goroutine with cfg standing in for its in-cluster config.
+func startAgent(t testing.TB, cfg *rest.Config, ns, clientID string) *runningAgent {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &runningAgent{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		_ = agent.Run(ctx, agent.Options{Config: cfg, Namespace: ns, ClientID: clientID, HeartbeatInterval: time.Second,
+			RetryMin: time.Second, RetryMax: 4 * time.Second, Identity: "test"})
+	}()
+	t.Cleanup(a.stop)
+	return a
+}
+
+// credential waits for and returns the agent credential secret.
+func credential(t testing.TB, c client.Client, ns string) map[string][]byte {
+	t.Helper()
+	s := &corev1.Secret{}
+	eventually(t, 60*time.Second, func() error {
+		return c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: manifests.CredentialSecret}, s)
+	})
+	return s.Data
+}
+
+// tokenClient is a client authenticating with only a bearer token, as the real identities do.
+func tokenClient(t testing.TB, token []byte) client.Client {
+	t.Helper()
+	cfg := rest.AnonymousClientConfig(mgmt.Config)
+	cfg.BearerToken = string(token)
+	c, err := client.New(cfg, client.Options{Scheme: register.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func agentStatus(t testing.TB, c client.Client, ns string) map[string]string {
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: agent.StatusConfigMap}, cm); err != nil {
+		return nil
+	}
+	return cm.Data
+}
+
+func rawManifests(t testing.TB, objs ...runtime.Object) []runtime.RawExtension {
+	t.Helper()
+	var out []runtime.RawExtension
+	for _, o := range objs {
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, runtime.RawExtension{Raw: b})
+	}
+	return out
+}
+
+var _ sync.Mutex
