@@ -29,7 +29,7 @@ const (
 )
 
 // ClusterSpec is the desired state of a hosted cluster. Exactly one provider config is set.
-// +kubebuilder:validation:XValidation:rule="has(self.eksConfig)",message="eksConfig is required (AKS and GKE arrive later)"
+// +kubebuilder:validation:XValidation:rule="(has(self.eksConfig) ? 1 : 0) + (has(self.aksConfig) ? 1 : 0) + (has(self.gkeConfig) ? 1 : 0) == 1",message="exactly one of eksConfig, aksConfig and gkeConfig must be set"
 type ClusterSpec struct {
 	// SyncPolicy is adopt (default: upstream changes to managed fields are adopted into the
 	// config) or enforce (the config is authoritative; drift is rolled back).
@@ -40,6 +40,14 @@ type ClusterSpec struct {
 	// EKSConfig is the desired state of an Amazon EKS cluster.
 	// +optional
 	EKSConfig *EKSClusterConfig `json:"eksConfig,omitempty"`
+
+	// AKSConfig is the desired state of an Azure AKS cluster.
+	// +optional
+	AKSConfig *AKSClusterConfig `json:"aksConfig,omitempty"`
+
+	// GKEConfig is the desired state of a Google GKE cluster.
+	// +optional
+	GKEConfig *GKEClusterConfig `json:"gkeConfig,omitempty"`
 }
 
 // EKSClusterConfig is the desired state of an EKS cluster. Every field except displayName,
@@ -181,6 +189,12 @@ type ClusterStatus struct {
 	// EKSStatus is the EKS-specific status.
 	// +optional
 	EKSStatus *EKSStatus `json:"eksStatus,omitempty"`
+	// AKSStatus is the AKS-specific status.
+	// +optional
+	AKSStatus *AKSStatus `json:"aksStatus,omitempty"`
+	// GKEStatus is the GKE-specific status.
+	// +optional
+	GKEStatus *GKEStatus `json:"gkeStatus,omitempty"`
 }
 
 // EKSStatus is the observed state of an EKS cluster.
