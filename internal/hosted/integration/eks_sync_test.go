@@ -1,9 +1,7 @@
-package eks_test
+package integration
 
 import (
 	"context"
-	"fmt"
-	"math/rand"
 	"strings"
 	"testing"
 
@@ -14,7 +12,6 @@ import (
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted"
-	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 )
 
 // TestSeedRace is the incumbent's documented lost update, as a test: privateAccess is managed
@@ -26,7 +23,7 @@ func TestSeedRace(t *testing.T) {
 	for _, policy := range []v1.SyncPolicy{v1.SyncPolicyAdopt, v1.SyncPolicyEnforce} {
 		t.Run(string(policy), func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
+			e := newEKSEnv(t)
 			c := created("race")
 			c.Spec.SyncPolicy = policy
 			e.create(c)
@@ -65,7 +62,7 @@ func TestSeedRace(t *testing.T) {
 
 func TestConflictDroverWinsAndSaysSo(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEKSEnv(t)
 	e.create(created("both"))
 	st := e.simCluster("both")
 	e.console.tag(t, st.ARN, map[string]string{"team": "console"})
@@ -82,7 +79,7 @@ func TestConflictDroverWinsAndSaysSo(t *testing.T) {
 
 func TestImportManagesNothingUntilEdited(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEKSEnv(t)
 	e.console.createCluster(t, "legacy", "1.31")
 	e.simTime.Advance(simDelay)
 	c := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "legacy"}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{
@@ -139,7 +136,7 @@ func TestImportManagesNothingUntilEdited(t *testing.T) {
 
 func TestBadInputGivesConditionAndSendsNothing(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEKSEnv(t)
 	e.secret("wrong", "AKIAUNKNOWN", "nope")
 	e.create(created("base"))
 
@@ -216,83 +213,4 @@ func TestBadInputGivesConditionAndSendsNothing(t *testing.T) {
 			t.Fatalf("got %v, want Invalid naming nodeGroups", err)
 		}
 	})
-}
-
-// TestRandomizedInterleavings plays ≥200 seeded steps of console edits, drover edits, refreshes,
-// slow updates and throttling against one cluster and checks after each settle that every console
-// change survived unless drover changed the same field, and that no managed field differs from
-// upstream once idle.
-func TestRandomizedInterleavings(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.create(created("chaos"))
-	rng := rand.New(rand.NewSource(20261129))
-	arn := e.simCluster("chaos").ARN
-	tagKeys := []string{"a", "b", "c"}
-	console, drover := map[string]string{}, map[string]string{} // tag key → value written since last settle
-	var consoleScale, droverScale *int32
-	lastDesired := int32(2) // desiredSize at the last settle: writing it again is no change
-	steps := 0
-	for steps < 220 {
-		steps++
-		switch rng.Intn(6) {
-		case 0: // console tag edit
-			k, v := tagKeys[rng.Intn(3)], fmt.Sprintf("c%d", steps)
-			e.console.tag(t, arn, map[string]string{k: v})
-			console[k] = v
-		case 1: // drover tag edit
-			k, v := tagKeys[rng.Intn(3)], fmt.Sprintf("d%d", steps)
-			e.edit("chaos", func(c *v1.EKSClusterConfig) { c.Tags[k] = v })
-			drover[k] = v
-		case 2: // console scaling (a slow update)
-			if ng := e.simCluster("chaos").Nodegroups[0]; ng.Status == "ACTIVE" {
-				n := int32(1 + rng.Intn(3))
-				if n == ng.DesiredSize {
-					continue
-				}
-				e.console.scale(t, "chaos", "ng-1", n)
-				consoleScale = &n
-				if rng.Intn(2) == 0 {
-					e.simTime.Advance(simDelay)
-				}
-			}
-		case 3: // drover scaling
-			n := int32(1 + rng.Intn(3))
-			e.edit("chaos", func(c *v1.EKSClusterConfig) { c.NodeGroups[0].DesiredSize = ptr.To(n) })
-			droverScale = &n
-		case 4: // throttling for a while
-			e.sim.Faults().Set(simcore.FaultConfig{Throttle: 0.3, Seed: int64(steps)})
-		default: // refresh and settle
-			e.sim.Faults().Set(simcore.FaultConfig{})
-			e.simTime.Advance(simDelay)
-			c := e.refresh("chaos")
-			st := e.simCluster("chaos")
-			for k, v := range drover {
-				if st.Tags[k] != v {
-					t.Fatalf("step %d: drover's tag %s=%s lost; EKS has %q", steps, k, v, st.Tags[k])
-				}
-			}
-			for k, v := range console {
-				if _, both := drover[k]; !both && (st.Tags[k] != v || c.Spec.EKSConfig.Tags[k] != v) {
-					t.Fatalf("step %d: console's tag %s=%s lost: EKS %q, config %q", steps, k, v, st.Tags[k], c.Spec.EKSConfig.Tags[k])
-				}
-			}
-			ng := st.Nodegroups[0]
-			if droverScale != nil && *droverScale == lastDesired {
-				droverScale = nil
-			}
-			if droverScale != nil && ng.DesiredSize != *droverScale {
-				t.Fatalf("step %d: drover's desiredSize %d lost; EKS has %d", steps, *droverScale, ng.DesiredSize)
-			}
-			if droverScale == nil && consoleScale != nil && *c.Spec.EKSConfig.NodeGroups[0].DesiredSize != *consoleScale {
-				t.Fatalf("step %d: console's desiredSize %d lost; config has %d", steps, *consoleScale, *c.Spec.EKSConfig.NodeGroups[0].DesiredSize)
-			}
-			// Once idle, no managed field differs from upstream.
-			if fmt.Sprint(c.Spec.EKSConfig.Tags) != fmt.Sprint(st.Tags) || *c.Spec.EKSConfig.NodeGroups[0].DesiredSize != ng.DesiredSize {
-				t.Fatalf("step %d: idle but config differs from EKS: tags %v vs %v, desired %d vs %d", steps, c.Spec.EKSConfig.Tags, st.Tags, *c.Spec.EKSConfig.NodeGroups[0].DesiredSize, ng.DesiredSize)
-			}
-			console, drover, consoleScale, droverScale = map[string]string{}, map[string]string{}, nil, nil
-			lastDesired = ng.DesiredSize
-		}
-	}
 }

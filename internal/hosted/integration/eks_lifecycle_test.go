@@ -1,4 +1,4 @@
-package eks_test
+package integration
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 func TestCreateUpdateEveryFieldAndDelete(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEKSEnv(t)
 	c := e.create(created("life"))
 	if c.Status.Phase != v1.PhaseActive || !condIs(c, hosted.CondSynced, "True") {
 		t.Fatalf("after create: phase %q conditions %+v", c.Status.Phase, c.Status.Conditions)

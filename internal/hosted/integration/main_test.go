@@ -1,4 +1,4 @@
-package eks_test
+package integration
 
 import (
 	"context"
@@ -14,14 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted"
-	"github.com/droverhq/drover/internal/hosted/eks"
-	sim "github.com/droverhq/drover/pkg/cloudsim/eks"
 	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 	"github.com/droverhq/drover/test/envtest"
 )
@@ -45,40 +42,27 @@ const (
 	refresh  = 5 * time.Minute
 )
 
-// env is one test's world: a namespace, a simulator with a manual clock, a reconciler driven
-// step by step, and the "console" (a direct SDK client).
+// env is one test's world: a namespace, a provider's simulator on a manual clock (set up by the
+// provider's harness), and a reconciler driven pass by pass with a fake clock.
 type env struct {
 	t       *testing.T
 	ns      string
-	sim     *sim.Server
-	url     string
 	simTime *simcore.ManualClock
 	clock   *clocktesting.FakeClock
 	r       *hosted.Reconciler
 	events  *recorder
-	console *consoleClient
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, h harness) *env {
 	t.Helper()
 	start := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
-	simTime := simcore.NewManualClock(start)
-	s, ts := sim.NewTestServer(t, sim.Options{Clock: simTime, Delay: simDelay})
-	e := &env{t: t, ns: mgmt.Namespace(t), sim: s, url: ts.URL, simTime: simTime, clock: clocktesting.NewFakeClock(start), events: &recorder{}}
+	e := &env{t: t, ns: mgmt.Namespace(t), simTime: simcore.NewManualClock(start), clock: clocktesting.NewFakeClock(start), events: &recorder{}}
+	h.setup(t, e)
 	e.r = &hosted.Reconciler{
-		Client: mgmt.Client, Providers: []hosted.Provider{eks.Provider{RetryMaxAttempts: 10}}, Recorder: e.events,
+		Client: mgmt.Client, Providers: []hosted.Provider{h.provider()}, Recorder: e.events,
 		Clock: e.clock, RefreshInterval: refresh, PollInterval: 10 * time.Second,
 	}
-	e.console = &consoleClient{sim.NewClient(ts.URL, "us-west-2", sim.DefaultAccessKeyID, sim.DefaultSecretAccessKey)}
-	e.secret("aws", sim.DefaultAccessKeyID, sim.DefaultSecretAccessKey)
 	return e
-}
-
-func (e *env) secret(name, key, secret string) {
-	e.t.Helper()
-	if err := createSecret(e.ns, name, map[string]string{eks.KeyAccessKeyID: key, eks.KeySecretAccessKey: secret, eks.KeyEndpoint: e.url}); err != nil {
-		e.t.Fatal(err)
-	}
 }
 
 func createSecret(ns, name string, data map[string]string) error {
@@ -133,24 +117,15 @@ func (e *env) get(name string) *v1.Cluster {
 	return c
 }
 
-// edit changes the Cluster's config through the API, as a user would.
-func (e *env) edit(name string, f func(*v1.EKSClusterConfig)) {
+// editCluster changes a Cluster through the API, as a user would.
+func (e *env) editCluster(name string, f func(*v1.Cluster)) {
 	e.t.Helper()
 	c := e.get(name)
 	patch := client.MergeFrom(c.DeepCopy())
-	f(c.Spec.EKSConfig)
+	f(c)
 	if err := mgmt.Client.Patch(context.Background(), c, patch); err != nil {
 		e.t.Fatal(err)
 	}
-}
-
-func (e *env) simCluster(name string) sim.ClusterState {
-	e.t.Helper()
-	st, ok := e.sim.Cluster("us-west-2", name)
-	if !ok {
-		e.t.Fatalf("EKS cluster %s does not exist in the simulator", name)
-	}
-	return st
 }
 
 func condIs(c *v1.Cluster, t string, s metav1.ConditionStatus) bool {
@@ -169,20 +144,6 @@ func cond(c *v1.Cluster, t string) metav1.Condition {
 		}
 	}
 	return metav1.Condition{}
-}
-
-// created is a full config for a cluster drover creates.
-func created(name string) *v1.Cluster {
-	return &v1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{
-			DisplayName: name, Region: "us-west-2", CredentialSecret: "aws",
-			KubernetesVersion: ptr.To("1.32"), ServiceRole: ptr.To("arn:aws:iam::123456789012:role/eks"),
-			Subnets: []string{"subnet-a", "subnet-b"}, Tags: map[string]string{"team": "platform"},
-			PublicAccess: ptr.To(true), PrivateAccess: ptr.To(false), LoggingTypes: []string{"api"},
-			NodeGroups: []v1.EKSNodeGroup{{Name: "ng-1", NodeRole: ptr.To("arn:aws:iam::123456789012:role/node"), DesiredSize: ptr.To[int32](2), MinSize: ptr.To[int32](1), MaxSize: ptr.To[int32](3), Labels: map[string]string{"pool": "one"}}},
-		}},
-	}
 }
 
 func (e *env) create(c *v1.Cluster) *v1.Cluster {

@@ -1,4 +1,4 @@
-package eks_test
+package integration
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 
 func TestCLIImportListAndGet(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEKSEnv(t)
 	kc := kubeconfigFile(t)
 	e.console.createCluster(t, "tf-made", "1.32")
 	e.simTime.Advance(simDelay)
