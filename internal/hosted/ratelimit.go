@@ -59,3 +59,13 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	return t.base.RoundTrip(req)
 }
+
+// WithBase returns a transport that takes its tokens from t's bucket but sends requests through
+// base: for providers that need their own TLS settings (a custom CA, as for the cloud
+// simulators). A t that does not come from Limits has no bucket to keep: base is returned.
+func WithBase(t Transport, base http.RoundTripper) Transport {
+	if lt, ok := t.(*limitedTransport); ok {
+		return &limitedTransport{base: base, lim: lt.lim}
+	}
+	return base
+}

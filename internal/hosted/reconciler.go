@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +59,13 @@ type Reconciler struct {
 	Jitter          float64
 	// PollInterval is how often a cluster with work in progress is re-read (default 30s).
 	PollInterval time.Duration
+	// StatusHeartbeat bounds how stale status.lastRefreshTime may get (default 10m). A refresh
+	// that changes nothing else in the status is not written until then: at thousands of
+	// clusters, a write per refresh would cost more than the refresh itself.
+	StatusHeartbeat time.Duration
+
+	// lastRead remembers when each cluster was last read, for refreshes not yet written.
+	lastRead sync.Map // types.NamespacedName → time.Time
 }
 
 func (r *Reconciler) defaults() {
@@ -75,6 +83,9 @@ func (r *Reconciler) defaults() {
 	}
 	if r.Limits == nil {
 		r.Limits = &Limits{}
+	}
+	if r.StatusHeartbeat == 0 {
+		r.StatusHeartbeat = 10 * time.Minute
 	}
 }
 
@@ -164,12 +175,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // finish writes the status if it changed and turns engine errors into results.
 func (ps *pass) finish(ctx context.Context, err error) error {
+	if ps.status.LastRefreshTime != nil {
+		ps.r.lastRead.Store(ps.key(), ps.status.LastRefreshTime.Time)
+	}
+	if ps.onlyRefreshTimeChanged() {
+		return ps.result(err)
+	}
 	if !equalStatus(&ps.orig.Status, &ps.c.Status) {
 		patch := client.MergeFrom(ps.orig)
 		if perr := ps.r.Client.Status().Patch(ctx, ps.c, patch); perr != nil && !apierrors.IsNotFound(perr) {
 			return errors.Join(err, fmt.Errorf("patch status: %w", perr))
 		}
 	}
+	return ps.result(err)
+}
+
+func (ps *pass) key() types.NamespacedName {
+	return types.NamespacedName{Namespace: ps.c.Namespace, Name: ps.c.Name}
+}
+
+// onlyRefreshTimeChanged reports a status that differs from the stored one only by a
+// lastRefreshTime younger than the heartbeat.
+func (ps *pass) onlyRefreshTimeChanged() bool {
+	old, cur := ps.orig.Status, ps.c.Status
+	if old.LastRefreshTime == nil || cur.LastRefreshTime == nil || cur.LastRefreshTime.Sub(old.LastRefreshTime.Time) >= ps.r.StatusHeartbeat {
+		return false
+	}
+	old.LastRefreshTime = cur.LastRefreshTime
+	return equalStatus(&old, &cur)
+}
+
+func (ps *pass) result(err error) error {
 	var fe *FieldError
 	if errors.As(err, &fe) {
 		return nil // reported in a condition; a spec change retriggers
@@ -234,7 +270,9 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 		return reconcile.Result{}, err
 	}
 	policy := merge.Adopt
-	if c.Spec.SyncPolicy == v1.SyncPolicyEnforce {
+	// The first pass after a create adopts what the provider chose for defaulted fields (GKE's
+	// zones of a regional cluster), whatever the policy: that is not drift.
+	if c.Spec.SyncPolicy == v1.SyncPolicyEnforce && st.Phase != v1.PhaseCreating {
 		policy = merge.Enforce
 	}
 	result := merge.ThreeWay(p.Schema(), policy, applied, config, obs.Upstream)
@@ -409,6 +447,7 @@ func (ps *pass) delete(ctx context.Context) (reconcile.Result, error) {
 		return ps.providerError("Delete", err)
 	}
 	if gone {
+		ps.r.lastRead.Delete(ps.key())
 		ps.event(corev1.EventTypeNormal, "Deleted", "Delete", "The cluster was deleted at the provider")
 		return reconcile.Result{}, ps.removeFinalizer(ctx)
 	}
@@ -519,7 +558,11 @@ func (ps *pass) untilDue() time.Duration {
 	if ps.status.LastRefreshTime == nil {
 		return 0
 	}
-	return ps.status.LastRefreshTime.Add(ps.r.RefreshInterval).Sub(ps.r.Clock.Now())
+	last := ps.status.LastRefreshTime.Time
+	if t, ok := ps.r.lastRead.Load(ps.key()); ok && t.(time.Time).After(last) {
+		last = t.(time.Time)
+	}
+	return last.Add(ps.r.RefreshInterval).Sub(ps.r.Clock.Now())
 }
 
 func (ps *pass) nextRefresh() time.Duration {

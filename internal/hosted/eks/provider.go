@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -38,6 +39,10 @@ type Provider struct {
 }
 
 var _ hosted.Provider = Provider{}
+
+// clients caches SDK clients by Secret version, region, endpoint and transport. A rotated
+// Secret has a new resourceVersion, so it takes effect on the next pass.
+var clients sync.Map
 
 var schema = merge.Schema{
 	Maps:       []string{"tags", "nodeGroups.*.labels", "nodeGroups.*.tags"},
@@ -145,6 +150,13 @@ func (p Provider) Connect(_ context.Context, c *v1.Cluster, s *corev1.Secret, tr
 		return nil, &hosted.FieldError{Field: "eksConfig.credentialSecret", Reason: "SecretIncomplete",
 			Message: fmt.Sprintf("Secret %s/%s lacks key(s) %s: add them (keys: accessKeyID, secretAccessKey, optional sessionToken, endpoint).", s.Namespace, s.Name, strings.Join(missing, ", "))}
 	}
+	// SDK clients are reused while the Secret is unchanged: building one resolves its whole
+	// middleware configuration, which costs more than a Describe call.
+	endpoint := strings.TrimSpace(string(s.Data[KeyEndpoint]))
+	key := fmt.Sprintf("%s/%s/%s/%s/%p/%d", s.UID, s.ResourceVersion, c.Spec.EKSConfig.Region, endpoint, transport, p.RetryMaxAttempts)
+	if cached, ok := clients.Load(key); ok {
+		return &session{api: cached.(*awseks.Client), cfg: c.Spec.EKSConfig}, nil
+	}
 	cfg := aws.Config{
 		Region:      c.Spec.EKSConfig.Region,
 		Credentials: credentials.NewStaticCredentialsProvider(string(s.Data[KeyAccessKeyID]), string(s.Data[KeySecretAccessKey]), string(s.Data[KeySessionToken])),
@@ -153,12 +165,14 @@ func (p Provider) Connect(_ context.Context, c *v1.Cluster, s *corev1.Secret, tr
 	if p.RetryMaxAttempts > 0 {
 		cfg.RetryMaxAttempts = p.RetryMaxAttempts
 	}
-	endpoint := strings.TrimSpace(string(s.Data[KeyEndpoint]))
 	client := awseks.NewFromConfig(cfg, func(o *awseks.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
 	})
+	if s.UID != "" {
+		clients.Store(key, client)
+	}
 	return &session{api: client, cfg: c.Spec.EKSConfig}, nil
 }
 

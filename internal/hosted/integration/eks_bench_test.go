@@ -14,14 +14,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awseks "github.com/aws/aws-sdk-go-v2/service/eks"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/hosted/eks"
+	"github.com/droverhq/drover/internal/server"
 	sim "github.com/droverhq/drover/pkg/cloudsim/eks"
 	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 )
@@ -51,7 +55,9 @@ func refreshRound(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	clock := clocktesting.NewFakeClock(start)
-	r := &hosted.Reconciler{Client: mgmt.Client, Providers: []hosted.Provider{eks.Provider{}}, Clock: clock,
+	// Reads come from an informer cache, as under the manager.
+	cached := cachedClient(b)
+	r := &hosted.Reconciler{Client: cached, Providers: []hosted.Provider{eks.Provider{}}, Clock: clock,
 		RefreshInterval: time.Minute, PollInterval: 10 * time.Second, Limits: &hosted.Limits{}}
 
 	parallel(n, func(i int) {
@@ -74,6 +80,16 @@ func refreshRound(b *testing.B, n int) {
 		parallel(n, func(i int) {
 			_, _ = r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("c%05d", i)}})
 		})
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		var list v1.ClusterList
+		if err := cached.List(ctx, &list, client.InNamespace(ns)); err == nil && len(list.Items) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("cache did not see every Cluster")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	reconcileAll() // import
 	reconcileAll() // settle phases
@@ -136,4 +152,28 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+func cachedClient(b *testing.B) client.Client {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	c, err := cache.New(mgmt.Config, cache.Options{Scheme: server.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	for _, o := range []client.Object{&v1.Cluster{}, &corev1.Secret{}} {
+		if _, err := c.GetInformer(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if !c.WaitForCacheSync(ctx) {
+		b.Fatal("cache did not sync")
+	}
+	cl, err := client.New(mgmt.Config, client.Options{Scheme: server.Scheme(), Cache: &client.CacheOptions{Reader: c}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cl
 }

@@ -1,0 +1,378 @@
+package aks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	azruntime "github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/hosted"
+)
+
+// ARM provisioning states.
+const (
+	stateSucceeded = "Succeeded"
+	stateFailed    = "Failed"
+	stateCanceled  = "Canceled"
+	stateCreating  = "Creating"
+	stateDeleting  = "Deleting"
+)
+
+// ClustersAPI is the part of the managedClusters client the provider uses;
+// *armcontainerservice.ManagedClustersClient implements it.
+type ClustersAPI interface {
+	Get(ctx context.Context, resourceGroupName, resourceName string, options *armcontainerservice.ManagedClustersClientGetOptions) (armcontainerservice.ManagedClustersClientGetResponse, error)
+	BeginCreateOrUpdate(ctx context.Context, resourceGroupName, resourceName string, parameters armcontainerservice.ManagedCluster, options *armcontainerservice.ManagedClustersClientBeginCreateOrUpdateOptions) (*azruntime.Poller[armcontainerservice.ManagedClustersClientCreateOrUpdateResponse], error)
+	BeginUpdateTags(ctx context.Context, resourceGroupName, resourceName string, parameters armcontainerservice.TagsObject, options *armcontainerservice.ManagedClustersClientBeginUpdateTagsOptions) (*azruntime.Poller[armcontainerservice.ManagedClustersClientUpdateTagsResponse], error)
+	BeginDelete(ctx context.Context, resourceGroupName, resourceName string, options *armcontainerservice.ManagedClustersClientBeginDeleteOptions) (*azruntime.Poller[armcontainerservice.ManagedClustersClientDeleteResponse], error)
+}
+
+// PoolsAPI is the part of the agentPools client the provider uses;
+// *armcontainerservice.AgentPoolsClient implements it.
+type PoolsAPI interface {
+	BeginCreateOrUpdate(ctx context.Context, resourceGroupName, resourceName, agentPoolName string, parameters armcontainerservice.AgentPool, options *armcontainerservice.AgentPoolsClientBeginCreateOrUpdateOptions) (*azruntime.Poller[armcontainerservice.AgentPoolsClientCreateOrUpdateResponse], error)
+	BeginDelete(ctx context.Context, resourceGroupName, resourceName, agentPoolName string, options *armcontainerservice.AgentPoolsClientBeginDeleteOptions) (*azruntime.Poller[armcontainerservice.AgentPoolsClientDeleteResponse], error)
+}
+
+type session struct {
+	clusters ClustersAPI
+	pools    PoolsAPI
+	cfg      *v1.AKSClusterConfig
+	// Filled by Observe for Push and Delete: the cluster as GET returned it, and its pools.
+	mc        *armcontainerservice.ManagedCluster
+	poolState map[string]string
+}
+
+// classify maps ARM errors to the engine's error kinds.
+func classify(op string, err error) error {
+	var af *azidentity.AuthenticationFailedError
+	if errors.As(err, &af) {
+		switch {
+		case af.RawResponse != nil && af.RawResponse.StatusCode == http.StatusTooManyRequests:
+			return fmt.Errorf("%w: %s: token: %w", hosted.ErrThrottled, op, err)
+		case af.RawResponse != nil && af.RawResponse.StatusCode >= 500, af.RawResponse == nil:
+			return fmt.Errorf("%s: token: %w", op, err) // transient: retried with backoff
+		}
+		return fmt.Errorf("%w: %s: %w", hosted.ErrCredentials, op, err)
+	}
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	code, msg := re.ErrorCode, armMessage(re)
+	pe := &hosted.ProviderError{Op: op, Code: code, Err: errors.New(msg)}
+	switch {
+	case re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("%w: %w", hosted.ErrCredentials, pe)
+	case re.StatusCode == http.StatusTooManyRequests:
+		return fmt.Errorf("%w: %w", hosted.ErrThrottled, pe)
+	case re.StatusCode == http.StatusConflict:
+		// OperationNotAllowed "... in progress ...": another operation runs; wait and retry.
+		return fmt.Errorf("%w: %w", hosted.ErrBusy, pe)
+	case re.StatusCode == http.StatusNotFound && code == "ResourceGroupNotFound":
+		return &hosted.FieldError{Field: "aksConfig.resourceGroup", Reason: "ResourceGroupNotFound", Message: msg + " Create it, or fix aksConfig.resourceGroup."}
+	case re.StatusCode == http.StatusBadRequest:
+		return &hosted.FieldError{Field: "aksConfig", Reason: "RejectedByAKS", Message: code + ": " + msg}
+	}
+	return pe
+}
+
+// armMessage is the message of an ARM error body ({"error":{"code","message"}}).
+func armMessage(re *azcore.ResponseError) string {
+	if re.RawResponse != nil {
+		if b, err := azruntime.Payload(re.RawResponse); err == nil {
+			var body struct {
+				Error struct{ Message string } `json:"error"`
+			}
+			if json.Unmarshal(b, &body) == nil && body.Error.Message != "" {
+				return body.Error.Message
+			}
+		}
+	}
+	return http.StatusText(re.StatusCode)
+}
+
+func isNotFound(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound && re.ErrorCode != "ResourceGroupNotFound"
+}
+
+func busy(state string) bool {
+	return state != "" && state != stateSucceeded && state != stateFailed && state != stateCanceled
+}
+
+// Observe implements hosted.Session: one managedClusters GET, which carries every agent pool
+// and every provisioning state (the steady-state budget).
+func (s *session) Observe(ctx context.Context, c *v1.Cluster) (*hosted.Observation, error) {
+	out, err := s.clusters.Get(ctx, s.cfg.ResourceGroup, s.cfg.ClusterName, nil)
+	if isNotFound(err) {
+		return &hosted.Observation{Exists: false}, nil
+	}
+	if err != nil {
+		return nil, classify("ManagedClusters.Get", err)
+	}
+	mc := out.ManagedCluster
+	s.mc = &mc
+	props := mc.Properties
+	if props == nil {
+		props = &armcontainerservice.ManagedClusterProperties{}
+	}
+	state := ptr.Deref(props.ProvisioningState, stateSucceeded)
+	obs := &hosted.Observation{Exists: true, Status: state, Details: map[string]string{"id": ptr.Deref(mc.ID, ""), "fqdn": ptr.Deref(props.Fqdn, ptr.Deref(props.PrivateFQDN, ""))}}
+	switch {
+	case state == stateCreating:
+		obs.Creating = true
+	case state == stateDeleting:
+		obs.Deleting, obs.Updating, obs.Why = true, true, "the cluster is Deleting"
+	case state == stateFailed && (c.Status.Phase == "" || c.Status.Phase == v1.PhaseCreating):
+		obs.Failed, obs.FailedMessage = true, "AKS reports that creating the cluster Failed: see the Azure activity log for the cause; delete this Cluster to clean up"
+	case busy(state):
+		obs.Updating, obs.Why = true, "the cluster is "+state
+	}
+	s.poolState = map[string]string{}
+	for _, p := range props.AgentPoolProfiles {
+		if p == nil || p.Name == nil {
+			continue
+		}
+		ps := ptr.Deref(p.ProvisioningState, stateSucceeded)
+		s.poolState[*p.Name] = ps
+		if busy(ps) && !obs.Updating {
+			obs.Updating, obs.Why = true, fmt.Sprintf("node pool %s is %s", *p.Name, ps)
+		}
+	}
+	tree, err := hosted.ToTree(s.upstream(&mc))
+	if err != nil {
+		return nil, err
+	}
+	obs.Upstream = tree
+	return obs, nil
+}
+
+// upstream builds the cluster in the config's type, every supported field set.
+func (s *session) upstream(mc *armcontainerservice.ManagedCluster) *v1.AKSClusterConfig {
+	cfg := s.cfg
+	// Identity fields come from the config: a refresh never changes them.
+	up := &v1.AKSClusterConfig{
+		ClusterName: cfg.ClusterName, ResourceGroup: cfg.ResourceGroup, ResourceLocation: cfg.ResourceLocation,
+		Imported: cfg.Imported, CredentialSecret: cfg.CredentialSecret,
+		Tags:               fromPtrMap(mc.Tags),
+		AuthorizedIPRanges: []string{},
+		PrivateCluster:     ptr.To(false),
+		NodePools:          []v1.AKSNodePool{},
+	}
+	props := mc.Properties
+	if props == nil {
+		props = &armcontainerservice.ManagedClusterProperties{}
+	}
+	up.KubernetesVersion = ptr.To(ptr.Deref(props.KubernetesVersion, ptr.Deref(props.CurrentKubernetesVersion, "")))
+	up.DNSPrefix = ptr.To(ptr.Deref(props.DNSPrefix, ptr.Deref(props.FqdnSubdomain, "")))
+	np := props.NetworkProfile
+	if np == nil {
+		np = &armcontainerservice.NetworkProfile{}
+	}
+	up.NetworkPlugin = ptr.To(string(ptr.Deref(np.NetworkPlugin, "")))
+	up.NetworkPolicy = ptr.To(string(ptr.Deref(np.NetworkPolicy, "")))
+	up.PodCIDR = ptr.To(ptr.Deref(np.PodCidr, ""))
+	up.ServiceCIDR = ptr.To(ptr.Deref(np.ServiceCidr, ""))
+	up.DNSServiceIP = ptr.To(ptr.Deref(np.DNSServiceIP, ""))
+	up.LoadBalancerSKU = ptr.To(strings.ToLower(string(ptr.Deref(np.LoadBalancerSKU, ""))))
+	up.OutboundType = ptr.To(string(ptr.Deref(np.OutboundType, "")))
+	if ap := props.APIServerAccessProfile; ap != nil {
+		up.AuthorizedIPRanges = sortedStrings(ap.AuthorizedIPRanges)
+		up.PrivateCluster = ptr.To(ptr.Deref(ap.EnablePrivateCluster, false))
+	}
+	for _, p := range props.AgentPoolProfiles {
+		if p == nil || p.Name == nil || ptr.Deref(p.ProvisioningState, "") == stateDeleting {
+			continue // already on its way out
+		}
+		up.NodePools = append(up.NodePools, s.upstreamPool(p))
+	}
+	sort.Slice(up.NodePools, func(i, j int) bool { return up.NodePools[i].Name < up.NodePools[j].Name })
+	return up
+}
+
+func (s *session) upstreamPool(p *armcontainerservice.ManagedClusterAgentPoolProfile) v1.AKSNodePool {
+	auto := ptr.Deref(p.EnableAutoScaling, false)
+	np := v1.AKSNodePool{
+		Name:                *p.Name,
+		Count:               ptr.To(ptr.Deref(p.Count, 0)),
+		VMSize:              ptr.To(ptr.Deref(p.VMSize, "")),
+		OSDiskSizeGB:        ptr.To(ptr.Deref(p.OSDiskSizeGB, 0)),
+		Mode:                ptr.To(string(ptr.Deref(p.Mode, ModeUser))),
+		OrchestratorVersion: ptr.To(ptr.Deref(p.OrchestratorVersion, ptr.Deref(p.CurrentOrchestratorVersion, ""))),
+		AvailabilityZones:   sortedStrings(p.AvailabilityZones),
+		EnableAutoScaling:   ptr.To(auto),
+		MaxPods:             ptr.To(ptr.Deref(p.MaxPods, 0)),
+		NodeLabels:          fromPtrMap(p.NodeLabels),
+		NodeTaints:          sortedStrings(p.NodeTaints),
+		MaxSurge:            ptr.To(""),
+	}
+	if p.UpgradeSettings != nil {
+		np.MaxSurge = ptr.To(ptr.Deref(p.UpgradeSettings.MaxSurge, ""))
+	}
+	if auto {
+		// min/max exist only with autoscaling (AKS requires them null otherwise). The node
+		// count is the autoscaler's: report the config's value so a refresh never adopts, and
+		// a push never reverts, what the autoscaler decided.
+		np.MinCount, np.MaxCount = p.MinCount, p.MaxCount
+		if cp := configPool(s.cfg, np.Name); cp != nil && cp.Count != nil {
+			np.Count = ptr.To(*cp.Count)
+		}
+	}
+	return np
+}
+
+func configPool(cfg *v1.AKSClusterConfig, name string) *v1.AKSNodePool {
+	for i := range cfg.NodePools {
+		if cfg.NodePools[i].Name == name {
+			return &cfg.NodePools[i]
+		}
+	}
+	return nil
+}
+
+// Create implements hosted.Session: one managed cluster PUT creates the cluster and its pools.
+// The operation is started, not awaited.
+func (s *session) Create(ctx context.Context, _ *v1.Cluster, config map[string]any) (*hosted.Started, error) {
+	cfg, err := typed(config)
+	if err != nil {
+		return nil, err
+	}
+	mc := armcontainerservice.ManagedCluster{
+		Location: to.Ptr(cfg.ResourceLocation),
+		Tags:     toPtrMap(cfg.Tags),
+		Identity: &armcontainerservice.ManagedClusterIdentity{Type: to.Ptr(armcontainerservice.ResourceIdentityTypeSystemAssigned)},
+		Properties: &armcontainerservice.ManagedClusterProperties{
+			KubernetesVersion: cfg.KubernetesVersion,
+			DNSPrefix:         cfg.DNSPrefix,
+			NetworkProfile: &armcontainerservice.NetworkProfile{
+				NetworkPlugin:   enumPtr[armcontainerservice.NetworkPlugin](cfg.NetworkPlugin),
+				NetworkPolicy:   enumPtr[armcontainerservice.NetworkPolicy](cfg.NetworkPolicy),
+				PodCidr:         nonEmpty(cfg.PodCIDR),
+				ServiceCidr:     nonEmpty(cfg.ServiceCIDR),
+				DNSServiceIP:    nonEmpty(cfg.DNSServiceIP),
+				LoadBalancerSKU: enumPtr[armcontainerservice.LoadBalancerSKU](cfg.LoadBalancerSKU),
+				OutboundType:    enumPtr[armcontainerservice.OutboundType](cfg.OutboundType),
+			},
+			APIServerAccessProfile: &armcontainerservice.ManagedClusterAPIServerAccessProfile{
+				AuthorizedIPRanges:   toPtrSlice(cfg.AuthorizedIPRanges),
+				EnablePrivateCluster: cfg.PrivateCluster,
+			},
+		},
+	}
+	for i := range cfg.NodePools {
+		np := &cfg.NodePools[i]
+		props := poolBody(nil, np)
+		prof := &armcontainerservice.ManagedClusterAgentPoolProfile{Name: to.Ptr(np.Name)}
+		if err := convert(props, prof); err != nil {
+			return nil, err
+		}
+		prof.Name = to.Ptr(np.Name)
+		mc.Properties.AgentPoolProfiles = append(mc.Properties.AgentPoolProfiles, prof)
+	}
+	if _, err := s.clusters.BeginCreateOrUpdate(ctx, cfg.ResourceGroup, cfg.ClusterName, mc, nil); err != nil {
+		return nil, classify("ManagedClusters.CreateOrUpdate", err)
+	}
+	return &hosted.Started{What: "creating AKS cluster " + cfg.ClusterName}, nil
+}
+
+// Delete implements hosted.Session: one cluster DELETE (AKS deletes the pools with it; it
+// supersedes an operation in progress). Started, not awaited.
+func (s *session) Delete(ctx context.Context, _ *v1.Cluster, obs *hosted.Observation) (bool, error) {
+	if !obs.Exists {
+		return true, nil
+	}
+	if obs.Status == stateDeleting {
+		return false, nil
+	}
+	_, err := s.clusters.BeginDelete(ctx, s.cfg.ResourceGroup, s.cfg.ClusterName, nil)
+	if isNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, classify("ManagedClusters.Delete", err)
+	}
+	return false, nil
+}
+
+func fromPtrMap(m map[string]*string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = ptr.Deref(v, "")
+	}
+	return out
+}
+
+func toPtrMap(m map[string]string) map[string]*string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]*string, len(m))
+	for k, v := range m {
+		out[k] = to.Ptr(v)
+	}
+	return out
+}
+
+func sortedStrings[T ~string](in []*T) []string {
+	out := make([]string, 0, len(in))
+	for _, v := range in {
+		if v != nil {
+			out = append(out, string(*v))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// toPtrSlice keeps an empty non-nil slice non-nil: ARM reads [] as "clear".
+func toPtrSlice(in []string) []*string {
+	if in == nil {
+		return nil
+	}
+	out := make([]*string, 0, len(in))
+	for _, v := range in {
+		out = append(out, to.Ptr(v))
+	}
+	return out
+}
+
+func enumPtr[T ~string](v *string) *T {
+	if v == nil || *v == "" {
+		return nil
+	}
+	t := T(*v)
+	return &t
+}
+
+func nonEmpty(v *string) *string {
+	if v == nil || *v == "" {
+		return nil
+	}
+	return v
+}
+
+// convert copies between SDK models of the same wire shape (an agent pool profile and agent
+// pool properties) through their JSON form.
+func convert(from, into any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return fmt.Errorf("convert agent pool: %w", err)
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		return fmt.Errorf("convert agent pool: %w", err)
+	}
+	return nil
+}
