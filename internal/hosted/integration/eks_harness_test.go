@@ -2,6 +2,7 @@ package integration
 
 import (
 	"testing"
+	"time"
 
 	awseks "github.com/aws/aws-sdk-go-v2/service/eks"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,9 +18,11 @@ import (
 func init() { harnesses["eks"] = func() harness { return &eksHarness{} } }
 
 type eksHarness struct {
-	sim     *sim.Server
-	url     string
-	console *consoleClient
+	// statusLag makes EKS report ACTIVE for a while after accepting an update.
+	statusLag time.Duration
+	sim       *sim.Server
+	url       string
+	console   *consoleClient
 }
 
 // eksEnv is an env with the EKS simulator, for the EKS-specific tests.
@@ -28,8 +31,9 @@ type eksEnv struct {
 	*eksHarness
 }
 
-func newEKSEnv(t *testing.T) *eksEnv {
-	h := &eksHarness{}
+func newEKSEnv(t *testing.T) *eksEnv { return newEKSEnvWith(t, &eksHarness{}) }
+
+func newEKSEnvWith(t *testing.T, h *eksHarness) *eksEnv {
 	return &eksEnv{env: newEnv(t, h), eksHarness: h}
 }
 
@@ -37,7 +41,7 @@ func (h *eksHarness) name() string              { return "eks" }
 func (h *eksHarness) provider() hosted.Provider { return eks.Provider{RetryMaxAttempts: 10} }
 
 func (h *eksHarness) setup(t *testing.T, e *env) {
-	s, ts := sim.NewTestServer(t, sim.Options{Clock: e.simTime, Delay: simDelay})
+	s, ts := sim.NewTestServer(t, sim.Options{Clock: e.simTime, Delay: simDelay, UpdateStatusLag: h.statusLag})
 	h.sim, h.url = s, ts.URL
 	// The console retries patiently, so throttling aimed at drover does not fail the test's own calls.
 	h.console = &consoleClient{sim.NewClient(ts.URL, "us-west-2", sim.DefaultAccessKeyID, sim.DefaultSecretAccessKey, func(o *awseks.Options) { o.RetryMaxAttempts = 30 })}

@@ -214,3 +214,34 @@ func TestBadInputGivesConditionAndSendsNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestActiveRightAfterAnUpdateIsNotIdle: EKS reports ACTIVE for a while after accepting an update,
+// before the new value shows. Treating that as idle would adopt the old value back into the
+// config and undo the user's change (the incumbent's eks-operator#752). drover follows the
+// update it started with DescribeUpdate instead.
+func TestActiveRightAfterAnUpdateIsNotIdle(t *testing.T) {
+	t.Parallel()
+	e := newEKSEnvWith(t, &eksHarness{statusLag: 3 * simDelay})
+	e.create(created("laggy"))
+	e.edit("laggy", func(c *v1.EKSClusterConfig) { c.KubernetesVersion = ptr.To("1.33") })
+	if _, err := e.reconcile("laggy"); err != nil { // pushes UpdateClusterVersion
+		t.Fatal(err)
+	}
+	if st := e.simCluster("laggy"); st.Status != "ACTIVE" || st.Version != "1.32" {
+		t.Fatalf("precondition: want EKS to report ACTIVE on 1.32 during the lag, got %s %s", st.Status, st.Version)
+	}
+	e.clock.Step(refresh * 2)
+	if _, err := e.reconcile("laggy"); err != nil { // a refresh while EKS says ACTIVE, still on 1.32
+		t.Fatal(err)
+	}
+	c := e.get("laggy")
+	if *c.Spec.EKSConfig.KubernetesVersion != "1.33" {
+		t.Fatalf("the old version was adopted back while the update ran: config %s", *c.Spec.EKSConfig.KubernetesVersion)
+	}
+	if c.Status.Phase != v1.PhaseUpdating || len(c.Status.PendingOperations) != 1 {
+		t.Fatalf("phase %q pending %v, want updating with the update tracked", c.Status.Phase, c.Status.PendingOperations)
+	}
+	if c = e.settle("laggy"); e.simCluster("laggy").Version != "1.33" || *c.Spec.EKSConfig.KubernetesVersion != "1.33" {
+		t.Fatalf("after the update: EKS %s, config %s", e.simCluster("laggy").Version, *c.Spec.EKSConfig.KubernetesVersion)
+	}
+}
