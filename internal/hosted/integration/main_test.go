@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
@@ -26,6 +28,7 @@ import (
 var mgmt *envtest.Cluster
 
 func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
 	var err error
 	mgmt, err = envtest.Start("management", envtest.Options{InstallCRDs: true})
 	if err != nil {
