@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -17,7 +18,9 @@ import (
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/internal/hosted/aks"
 	"github.com/droverhq/drover/internal/hosted/eks"
+	"github.com/droverhq/drover/internal/hosted/gke"
 	"github.com/droverhq/drover/internal/server"
 )
 
@@ -55,7 +58,7 @@ func (k *kubeFlags) client() (client.Client, string, error) {
 	return c, ns, nil
 }
 
-var providers = []hosted.Provider{eks.Provider{}}
+var providers = []hosted.Provider{eks.Provider{}, gke.Provider{}, aks.Provider{}}
 
 func providerOf(c *v1.Cluster) hosted.Provider {
 	for _, p := range providers {
@@ -202,6 +205,57 @@ func newClusterImportCommand(k *kubeFlags) *cobra.Command {
 	f.StringVar(&region, "region", "", "AWS region, e.g. us-west-2 (required)")
 	f.StringVar(&credential, "credential", "", "Secret in the namespace with accessKeyID and secretAccessKey (required)")
 	cmd.AddCommand(eksCmd)
+	cmd.AddCommand(newClusterImportGKECommand(k))
+	cmd.AddCommand(newClusterImportAKSCommand(k))
+	return cmd
+}
+
+func newClusterImportGKECommand(k *kubeFlags) *cobra.Command {
+	var name, project, region, zone, clusterName, credential string
+	cmd := &cobra.Command{
+		Use: "gke", Short: "Import an existing GKE cluster", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for flag, v := range map[string]string{"--name": name, "--project": project, "--credential": credential} {
+				if v == "" {
+					return fmt.Errorf("%s is required", flag)
+				}
+			}
+			if (region == "") == (zone == "") {
+				return errors.New("exactly one of --region (regional cluster) and --zone (zonal cluster) is required")
+			}
+			if clusterName == "" {
+				clusterName = name
+			}
+			cl := &v1.Cluster{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: v1.ClusterSpec{GKEConfig: &v1.GKEClusterConfig{
+					ClusterName: clusterName, ProjectID: project, Region: region, Zone: zone, Imported: true, CredentialSecret: credential,
+				}},
+			}
+			if err := (gke.Provider{}).Validate(cl); err != nil {
+				return err
+			}
+			c, ns, err := k.client()
+			if err != nil {
+				return err
+			}
+			cl.Namespace = ns
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			if err := c.Create(ctx, cl); err != nil {
+				return fmt.Errorf("create cluster %s/%s: %w", ns, name, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Imported GKE cluster %s (project %s, %s) as %s/%s; nothing is managed until you change a field. Watch it with: drover cluster get %s -n %s\n", clusterName, project, region+zone, ns, name, name, ns)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "name of the drover Cluster object (required)")
+	f.StringVar(&clusterName, "cluster-name", "", "GKE cluster name, if different from --name")
+	f.StringVar(&project, "project", "", "Google Cloud project ID (required)")
+	f.StringVar(&region, "region", "", "region of a regional cluster, e.g. europe-west1")
+	f.StringVar(&zone, "zone", "", "zone of a zonal cluster, e.g. europe-west1-b")
+	f.StringVar(&credential, "credential", "", "Secret in the namespace with serviceAccountJSON (required)")
 	return cmd
 }
 
@@ -224,4 +278,49 @@ func age(t *metav1.Time) string {
 		return "never"
 	}
 	return time.Since(t.Time).Round(time.Second).String() + " ago"
+}
+
+func newClusterImportAKSCommand(k *kubeFlags) *cobra.Command {
+	var name, resourceGroup, location, clusterName, credential string
+	cmd := &cobra.Command{
+		Use: "aks", Short: "Import an existing AKS cluster", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for flag, v := range map[string]string{"--name": name, "--resource-group": resourceGroup, "--location": location, "--credential": credential} {
+				if v == "" {
+					return fmt.Errorf("%s is required", flag)
+				}
+			}
+			if clusterName == "" {
+				clusterName = name
+			}
+			cl := &v1.Cluster{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: v1.ClusterSpec{AKSConfig: &v1.AKSClusterConfig{
+					ClusterName: clusterName, ResourceGroup: resourceGroup, ResourceLocation: location, Imported: true, CredentialSecret: credential,
+				}},
+			}
+			if err := (aks.Provider{}).Validate(cl); err != nil {
+				return err
+			}
+			c, ns, err := k.client()
+			if err != nil {
+				return err
+			}
+			cl.Namespace = ns
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			if err := c.Create(ctx, cl); err != nil {
+				return fmt.Errorf("create cluster %s/%s: %w", ns, name, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Imported AKS cluster %s (resource group %s, %s) as %s/%s; nothing is managed until you change a field. Watch it with: drover cluster get %s -n %s\n", clusterName, resourceGroup, location, ns, name, name, ns)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "name of the drover Cluster object (required)")
+	f.StringVar(&clusterName, "cluster-name", "", "AKS cluster name, if different from --name")
+	f.StringVar(&resourceGroup, "resource-group", "", "Azure resource group of the cluster (required)")
+	f.StringVar(&location, "location", "", "Azure region, e.g. westeurope (required)")
+	f.StringVar(&credential, "credential", "", "Secret in the namespace with tenantID, subscriptionID, clientID and clientSecret (required)")
+	return cmd
 }

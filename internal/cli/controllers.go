@@ -7,7 +7,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/internal/hosted/aks"
 	"github.com/droverhq/drover/internal/hosted/eks"
+	"github.com/droverhq/drover/internal/hosted/gke"
 	migrationcontroller "github.com/droverhq/drover/internal/migration/controller"
 )
 
@@ -33,7 +35,7 @@ func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
 		func(mgr ctrl.Manager) error {
 			r := &hosted.Reconciler{
 				Client:          mgr.GetClient(),
-				Providers:       []hosted.Provider{eks.Provider{}},
+				Providers:       []hosted.Provider{eks.Provider{}, gke.Provider{}, aks.Provider{}},
 				Recorder:        mgr.GetEventRecorder("drover-hosted"),
 				RefreshInterval: o.eksRefresh,
 				Jitter:          o.jitter,

@@ -533,7 +533,11 @@ func (ps *pass) patchSpec(ctx context.Context, config map[string]any) error {
 	}
 	// The optimistic lock makes a concurrent user edit win: we re-read and merge again.
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := ps.r.Client.Patch(ctx, ps.c, patch); err != nil {
+	// Patch decodes the stored object into ps.c: keep this pass's status, still to be written.
+	status := *ps.c.Status.DeepCopy()
+	err := ps.r.Client.Patch(ctx, ps.c, patch)
+	ps.c.Status = status
+	if err != nil {
 		return fmt.Errorf("adopt upstream changes into the spec: %w", err)
 	}
 	ps.status.ObservedGeneration = ps.c.Generation

@@ -164,9 +164,10 @@ func (Provider) Validate(c *v1.Cluster) error {
 			return bad("kubernetesVersion", "MissingField", "required to create a cluster, e.g. \"1.33\"")
 		case cfg.DNSPrefix == nil || *cfg.DNSPrefix == "":
 			return bad("dnsPrefix", "MissingField", "required to create a cluster: the prefix of the API server's host name")
-		case !slices.ContainsFunc(cfg.NodePools, func(p v1.AKSNodePool) bool { return ptr.Deref(p.Mode, "") == ModeSystem }):
-			return bad("nodePools", "NoSystemPool", "required to create a cluster: at least one node pool with mode System")
 		}
+	}
+	if err := validateSystemPool(c); err != nil {
+		return err
 	}
 	if cfg.DNSPrefix != nil && !dnsPrefixRE.MatchString(*cfg.DNSPrefix) {
 		return bad("dnsPrefix", "InvalidDNSPrefix", "%q is not a DNS prefix: 1 to 54 letters, digits and '-', starting and ending with a letter or digit", *cfg.DNSPrefix)
@@ -211,6 +212,35 @@ func (Provider) Validate(c *v1.Cluster) error {
 		}
 	}
 	return nil
+}
+
+// validateSystemPool: AKS needs a System pool at all times. Pools whose mode is unmanaged (nil)
+// are judged at push time, against upstream.
+func validateSystemPool(c *v1.Cluster) error {
+	cfg := c.Spec.AKSConfig
+	if cfg.NodePools == nil && cfg.Imported {
+		return nil
+	}
+	for _, p := range cfg.NodePools {
+		if p.Mode == nil && cfg.Imported {
+			return nil
+		}
+		if ptr.Deref(p.Mode, "") == ModeSystem {
+			return nil
+		}
+	}
+	if st := c.Status.AKSStatus; st != nil && st.UpstreamSpec != nil {
+		for _, p := range st.UpstreamSpec.NodePools {
+			if ptr.Deref(p.Mode, "") == ModeSystem {
+				return lastSystemPool(p.Name)
+			}
+		}
+	}
+	return bad("nodePools", "NoSystemPool", "at least one node pool must have mode System: AKS needs one to run the cluster's system pods")
+}
+
+func lastSystemPool(name string) error {
+	return bad("nodePools["+name+"]", "LastSystemPool", "node pool %s is the cluster's last System pool: AKS needs at least one, so it can be neither deleted nor made a User pool; add another System pool first", name)
 }
 
 func validatePool(cfg *v1.AKSClusterConfig, np *v1.AKSNodePool, seen map[string]bool) error {

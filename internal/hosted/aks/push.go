@@ -96,7 +96,7 @@ func (s *session) CheckPush(push []merge.Change, effective, upstream map[string]
 				break
 			}
 		}
-		return bad("nodePools["+victim+"]", "LastSystemPool", "node pool %s is the cluster's last System pool: AKS needs at least one, so it can be neither deleted nor made a User pool; add another System pool first", victim)
+		return lastSystemPool(victim)
 	}
 	return nil
 }

@@ -246,4 +246,3 @@ func (e *aksEnv) edit(name string, f func(*v1.AKSClusterConfig)) {
 	e.t.Helper()
 	e.editCluster(name, func(c *v1.Cluster) { f(c.Spec.AKSConfig) })
 }
-

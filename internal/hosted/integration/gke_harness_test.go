@@ -29,7 +29,7 @@ const (
 // its own service account.
 type gkeHarness struct {
 	sim     *gkesim.TestServer
-	simTime *simcore.ManualClock
+	simClock *simcore.ManualClock
 	console *container.Service
 	key     []byte // drover's key, in the Secret "cred"
 }
@@ -50,7 +50,7 @@ func (h *gkeHarness) provider() hosted.Provider { return gke.Provider{} }
 
 func (h *gkeHarness) setup(t *testing.T, e *env) {
 	h.sim = gkesim.NewTestServer(t, gkesim.Options{Clock: e.simTime, Delay: simDelay})
-	h.simTime = e.simTime
+	h.simClock = e.simTime
 	var err error
 	if h.key, err = h.sim.NewServiceAccountKey("drover@drover-test.iam.gserviceaccount.com", gkeProject); err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func (h *gkeHarness) consoleCall(t *testing.T, cluster string, call func() error
 		case isThrottled(err):
 			continue
 		case isBusy(err):
-			h.simTime.Advance(simDelay)
+			h.simClock.Advance(simDelay)
 			continue
 		}
 		t.Fatalf("console call on %s: %v", cluster, err)
