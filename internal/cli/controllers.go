@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -15,32 +16,53 @@ import (
 
 // hostedOptions are the hosted-cluster sync settings of `drover server`.
 type hostedOptions struct {
-	eksRefresh   time.Duration
+	refresh      map[string]*time.Duration
+	rates        map[string]*hosted.Rate
 	jitter       float64
 	pollInterval time.Duration
-	eksQPS       float64
-	eksBurst     int
+}
+
+// Provider defaults: refresh every 300 s like the incumbent; API budgets from the providers'
+// published limits (ARM reads: bucket 250, 25/s; GKE: about 10/s per project; EKS publishes
+// none, so a conservative 10/s per account and region).
+var providerRates = []struct {
+	name, what string
+	rate       hosted.Rate
+}{
+	{"eks", "AWS account and region", hosted.Rate{QPS: 10, Burst: 50}},
+	{"aks", "Azure subscription", hosted.Rate{QPS: 25, Burst: 250}},
+	{"gke", "Google Cloud project", hosted.Rate{QPS: 10, Burst: 50}},
 }
 
 func (o *hostedOptions) addFlags(f *pflag.FlagSet) {
-	f.DurationVar(&o.eksRefresh, "eks-refresh-interval", 300*time.Second, "how often an idle EKS cluster is re-read from AWS")
+	o.refresh, o.rates = map[string]*time.Duration{}, map[string]*hosted.Rate{}
+	for _, p := range providerRates {
+		d, r := new(time.Duration), p.rate
+		o.refresh[p.name], o.rates[p.name] = d, &r
+		f.DurationVar(d, p.name+"-refresh-interval", 300*time.Second, "how often an idle "+strings.ToUpper(p.name)+" cluster is re-read from the provider")
+		f.Float64Var(&r.QPS, p.name+"-api-qps", p.rate.QPS, strings.ToUpper(p.name)+" API requests per second per "+p.what+" (token bucket refill; 0: unlimited)")
+		f.IntVar(&r.Burst, p.name+"-api-burst", p.rate.Burst, strings.ToUpper(p.name)+" API token bucket size per "+p.what)
+	}
 	f.Float64Var(&o.jitter, "refresh-jitter", 0.1, "fraction of the refresh interval added at random, so clusters do not refresh in the same second")
 	f.DurationVar(&o.pollInterval, "hosted-poll-interval", 30*time.Second, "how often a hosted cluster with work in progress is re-read")
-	f.Float64Var(&o.eksQPS, "eks-api-qps", 10, "EKS API requests per second per AWS account and region (token bucket refill)")
-	f.IntVar(&o.eksBurst, "eks-api-burst", 50, "EKS API token bucket size per AWS account and region")
 }
 
 func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
 	return []func(ctrl.Manager) error{
 		func(mgr ctrl.Manager) error {
+			intervals, rates := map[string]time.Duration{}, map[string]hosted.Rate{}
+			for name, d := range o.refresh {
+				intervals[name], rates[name] = *d, *o.rates[name]
+			}
 			r := &hosted.Reconciler{
-				Client:          mgr.GetClient(),
-				Providers:       []hosted.Provider{eks.Provider{}, gke.Provider{}, aks.Provider{}},
-				Recorder:        mgr.GetEventRecorder("drover-hosted"),
-				RefreshInterval: o.eksRefresh,
-				Jitter:          o.jitter,
-				PollInterval:    o.pollInterval,
-				Limits:          &hosted.Limits{QPS: o.eksQPS, Burst: o.eksBurst},
+				Client:           mgr.GetClient(),
+				Providers:        []hosted.Provider{eks.Provider{}, gke.Provider{}, aks.Provider{}},
+				Recorder:         mgr.GetEventRecorder("drover-hosted"),
+				RefreshInterval:  300 * time.Second,
+				RefreshIntervals: intervals,
+				Jitter:           o.jitter,
+				PollInterval:     o.pollInterval,
+				Limits:           &hosted.Limits{PerProvider: rates},
 			}
 			return r.SetupWithManager(mgr)
 		},

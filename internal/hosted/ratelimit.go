@@ -3,6 +3,7 @@ package hosted
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"golang.org/x/time/rate"
@@ -18,11 +19,20 @@ type Limits struct {
 	// QPS and Burst size each bucket; QPS 0 disables limiting.
 	QPS   float64
 	Burst int
+	// PerProvider overrides QPS and Burst for keys starting with "<provider>/" (quotas differ:
+	// ARM reads refill 25/s into a bucket of 250, GKE allows about 10/s per project).
+	PerProvider map[string]Rate
 	// Base is the underlying transport; nil means http.DefaultTransport.
 	Base http.RoundTripper
 
 	mu      sync.Mutex
 	buckets map[string]*limitedTransport
+}
+
+// Rate is a token-bucket size and refill rate.
+type Rate struct {
+	QPS   float64
+	Burst int
 }
 
 // Transport returns the rate-limited transport for key.
@@ -38,9 +48,15 @@ func (l *Limits) Transport(key string) Transport {
 		if base == nil {
 			base = http.DefaultTransport
 		}
+		r := Rate{QPS: l.QPS, Burst: l.Burst}
+		if provider, _, ok := strings.Cut(key, "/"); ok {
+			if pr, ok := l.PerProvider[provider]; ok {
+				r = pr
+			}
+		}
 		lim := rate.NewLimiter(rate.Inf, 0)
-		if l.QPS > 0 {
-			lim = rate.NewLimiter(rate.Limit(l.QPS), max(l.Burst, 1))
+		if r.QPS > 0 {
+			lim = rate.NewLimiter(rate.Limit(r.QPS), max(r.Burst, 1))
 		}
 		t = &limitedTransport{base: base, lim: lim}
 		l.buckets[key] = t

@@ -56,7 +56,9 @@ type Reconciler struct {
 	// RefreshInterval is how often an idle cluster is re-read (default 300s); Jitter is the
 	// fraction of it added at random so clusters spread out (default 0.1).
 	RefreshInterval time.Duration
-	Jitter          float64
+	// RefreshIntervals overrides RefreshInterval per provider name ("eks", "aks", "gke").
+	RefreshIntervals map[string]time.Duration
+	Jitter           float64
 	// PollInterval is how often a cluster with work in progress is re-read (default 30s).
 	PollInterval time.Duration
 	// StatusHeartbeat bounds how stale status.lastRefreshTime may get (default 10m). A refresh
@@ -566,11 +568,19 @@ func (ps *pass) untilDue() time.Duration {
 	if t, ok := ps.r.lastRead.Load(ps.key()); ok && t.(time.Time).After(last) {
 		last = t.(time.Time)
 	}
-	return last.Add(ps.r.RefreshInterval).Sub(ps.r.Clock.Now())
+	return last.Add(ps.refreshInterval()).Sub(ps.r.Clock.Now())
 }
 
 func (ps *pass) nextRefresh() time.Duration {
-	return ps.r.RefreshInterval + time.Duration(rand.Float64()*ps.r.Jitter*float64(ps.r.RefreshInterval)) //nolint:gosec // jitter
+	interval := ps.refreshInterval()
+	return interval + time.Duration(rand.Float64()*ps.r.Jitter*float64(interval)) //nolint:gosec // jitter, not security
+}
+
+func (ps *pass) refreshInterval() time.Duration {
+	if d, ok := ps.r.RefreshIntervals[ps.p.Name()]; ok && d > 0 {
+		return d
+	}
+	return ps.r.RefreshInterval
 }
 
 func (ps *pass) setCondition(t string, s metav1.ConditionStatus, reason, msg string) {
