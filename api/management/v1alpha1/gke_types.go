@@ -3,7 +3,7 @@ package v1alpha1
 // GKEClusterConfig is the desired state of a GKE cluster. Every field except clusterName,
 // projectID, region/zone, imported and credentialSecret is nullable: nil means "not managed by
 // drover".
-// +kubebuilder:validation:XValidation:rule="(has(self.region) && self.region != '') != (has(self.zone) && self.zone != '')",message="exactly one of region and zone must be set"
+// +kubebuilder:validation:XValidation:rule="(has(self.region) && size(self.region) > 0) != (has(self.zone) && size(self.zone) > 0)",message="exactly one of region and zone must be set"
 type GKEClusterConfig struct {
 	// ClusterName is the GKE cluster's name.
 	// +kubebuilder:validation:MinLength=1

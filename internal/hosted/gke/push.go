@@ -202,14 +202,14 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 			if len(ch.Path) < 3 {
 				continue
 			}
-			switch f := ch.Path[2].Field; {
-			case f == "version", f == "config":
+			switch ch.Path[2].Field {
+			case "version", "config":
 				update = append(update, ch)
-			case f == "initialNodeCount":
+			case "initialNodeCount":
 				size = append(size, ch)
-			case f == "autoscaling":
+			case "autoscaling":
 				scaling = append(scaling, ch)
-			case f == "management":
+			case "management":
 				mgmt = append(mgmt, ch)
 			}
 		}

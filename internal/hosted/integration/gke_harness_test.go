@@ -28,10 +28,10 @@ const (
 // gkeHarness drives the GKE simulator; its console is an unmodified container/v1 client with
 // its own service account.
 type gkeHarness struct {
-	sim     *gkesim.TestServer
+	sim      *gkesim.TestServer
 	simClock *simcore.ManualClock
-	console *container.Service
-	key     []byte // drover's key, in the Secret "cred"
+	console  *container.Service
+	key      []byte // drover's key, in the Secret "cred"
 }
 
 // gkeEnv is an env with the GKE simulator, for the GKE-specific tests.

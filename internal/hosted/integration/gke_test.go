@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"reflect"
 	"strings"
@@ -451,8 +452,8 @@ func TestGKEValidate(t *testing.T) {
 				}
 				return
 			}
-			fe, ok := err.(*hosted.FieldError)
-			if !ok || fe.Reason != tt.reason || fe.Field != tt.field {
+			var fe *hosted.FieldError
+			if !errors.As(err, &fe) || fe.Reason != tt.reason || fe.Field != tt.field {
 				t.Fatalf("got %#v, want %s on %s", err, tt.reason, tt.field)
 			}
 		})
