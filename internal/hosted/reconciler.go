@@ -143,6 +143,8 @@ type pass struct {
 	orig   *v1.Cluster
 	log    func(msg string, kv ...any)
 	status *v1.ClusterStatus
+	// observed: the provider was read in this pass; invalidConfig: the config was refused.
+	observed, invalidConfig bool
 }
 
 // Reconcile runs one pass for one Cluster.
@@ -177,6 +179,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // finish writes the status if it changed and turns engine errors into results.
 func (ps *pass) finish(ctx context.Context, err error) error {
+	if ps.observed && !ps.invalidConfig {
+		ps.setCondition(CondConfigValid, metav1.ConditionTrue, "Valid", "The config is valid.")
+	}
 	if ps.status.LastRefreshTime != nil {
 		ps.r.lastRead.Store(ps.key(), ps.status.LastRefreshTime.Time)
 	}
@@ -220,8 +225,6 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	if err := p.Validate(c); err != nil {
 		return ps.invalid(err)
 	}
-	ps.setCondition(CondConfigValid, metav1.ConditionTrue, "Valid", "The config is valid.")
-
 	if !ps.due() {
 		return reconcile.Result{RequeueAfter: ps.untilDue()}, nil
 	}
@@ -235,6 +238,9 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 		return ps.providerError("Observe", err)
 	}
 	ps.setCondition(CondCredentials, metav1.ConditionTrue, "Accepted", "The provider accepted the credentials.")
+	// The config is valid unless checks against upstream (CheckPush) find otherwise below; set
+	// at the end of the pass so the condition does not flap within it.
+	ps.observed = true
 	now := metav1.NewTime(ps.r.Clock.Now())
 	st.LastRefreshTime = &now
 	st.RefreshRequest = c.Annotations[RefreshAnnotation]
@@ -521,6 +527,7 @@ func (ps *pass) invalid(err error) (reconcile.Result, error) {
 	if !errors.As(err, &fe) {
 		return reconcile.Result{}, err
 	}
+	ps.invalidConfig = true
 	ps.setCondition(CondConfigValid, metav1.ConditionFalse, fe.Reason, fe.Field+": "+fe.Message)
 	ps.setCondition(CondSynced, metav1.ConditionFalse, "InvalidConfig", "Nothing is sent to the provider until the config is fixed: "+fe.Field+": "+fe.Message)
 	ps.status.ObservedGeneration = ps.c.Generation
