@@ -86,3 +86,34 @@ func TestCLIImportListAndGet(t *testing.T) {
 		t.Fatalf("get of a missing cluster: %v", err)
 	}
 }
+
+// TestCLIGetEveryProvider: `drover cluster get` shows the effective state of a cluster of each
+// provider, with managed fields marked.
+func TestCLIGetEveryProvider(t *testing.T) {
+	t.Parallel()
+	kc := kubeconfigFile(t)
+	forEachProvider(t, func(t *testing.T, h harness) {
+		e := newEnv(t, h)
+		e.create(h.created("shown"))
+		out, err := runCLI(t, "cluster", "get", "shown", "--kubeconfig", kc, "-n", e.ns)
+		if err != nil {
+			t.Fatalf("get: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "("+h.name()+")") || !strings.Contains(out, "phase: active") {
+			t.Errorf("header does not name the provider and phase:\n%s", out)
+		}
+		found := false
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, h.name()+"Config.") && strings.Contains(l, "team") && strings.Contains(l, `"platform"`) && strings.Contains(l, "managed") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no managed row for the team tag/label:\n%s", out)
+		}
+		list, err := runCLI(t, "cluster", "list", "--kubeconfig", kc, "-n", e.ns)
+		if err != nil || !strings.Contains(list, h.name()) {
+			t.Errorf("list: %v\n%s", err, list)
+		}
+	})
+}
