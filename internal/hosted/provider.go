@@ -97,6 +97,8 @@ type Observation struct {
 	FailedMessage string
 	// Pending are the started operations still running (a subset of status.pendingOperations).
 	Pending []string
+	// FailedOps are started operations that ended in failure: ID → the provider's message.
+	FailedOps map[string]string
 	// Details are provider facts worth showing (ARN, endpoint).
 	Details map[string]string
 }

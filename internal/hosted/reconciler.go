@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -246,6 +247,7 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	st.RefreshRequest = c.Annotations[RefreshAnnotation]
 	st.ObservedGeneration = c.Generation
 	st.PendingOperations = obs.Pending
+	failedFields := ps.settleOperations(obs)
 
 	config, err := p.Config(c)
 	if err != nil {
@@ -276,6 +278,18 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	applied, err := p.Applied(c)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if len(failedFields) > 0 {
+		// The provider did not apply these fields: forget that they were applied, so the
+		// merge pushes them again rather than adopting the old upstream value over the user's.
+		applied = deepCopyTree(applied)
+		for _, path := range failedFields {
+			v, ok := p.Schema().Get(obs.Upstream, path)
+			p.Schema().Set(applied, path, v, ok)
+		}
+		if err := p.SetStatus(c, nil, applied, nil); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	policy := merge.Adopt
 	// The first pass after a create adopts what the provider chose for defaulted fields (GKE's
@@ -338,6 +352,12 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	if started != nil {
 		if started.ID != "" {
 			st.PendingOperations = append(st.PendingOperations, started.ID)
+			if st.PendingFields == nil {
+				st.PendingFields = map[string][]string{}
+			}
+			for _, ch := range done {
+				st.PendingFields[started.ID] = append(st.PendingFields[started.ID], ch.Path.String())
+			}
 		}
 		st.Phase = v1.PhaseUpdating
 		ps.setCondition(CondUpdating, metav1.ConditionTrue, "InProgress", started.What)
@@ -598,4 +618,31 @@ func (ps *pass) event(typ, reason, action, format string, args ...any) {
 	if ps.r.Recorder != nil {
 		ps.r.Recorder.Eventf(ps.c, nil, typ, reason, action, format, args...)
 	}
+}
+
+// settleOperations forgets finished operations and returns the fields of failed ones, reporting
+// each failure in a Warning event and the Synced condition.
+func (ps *pass) settleOperations(obs *Observation) []merge.Path {
+	st := ps.status
+	var failed []merge.Path
+	for id, fields := range st.PendingFields {
+		if slices.Contains(obs.Pending, id) {
+			continue
+		}
+		if msg, ok := obs.FailedOps[id]; ok {
+			for _, f := range fields {
+				if path, err := merge.ParsePath(f); err == nil {
+					failed = append(failed, path)
+				}
+			}
+			text := fmt.Sprintf("The provider reports operation %s failed (%s) while applying %s; drover will push these fields again.", id, msg, strings.Join(fields, ", "))
+			ps.setCondition(CondSynced, metav1.ConditionFalse, "OperationFailed", text)
+			ps.event(corev1.EventTypeWarning, "OperationFailed", "Update", "%s", text)
+		}
+		delete(st.PendingFields, id)
+	}
+	if len(st.PendingFields) == 0 {
+		st.PendingFields = nil
+	}
+	return failed
 }

@@ -180,6 +180,10 @@ type ClusterStatus struct {
 	// (EKS update IDs, ARM operation URLs, GKE operation names).
 	// +optional
 	PendingOperations []string `json:"pendingOperations,omitempty"`
+	// PendingFields maps each pending operation to the config fields it applies, so a failed
+	// operation's fields are pushed again instead of being taken back from upstream.
+	// +optional
+	PendingFields map[string][]string `json:"pendingFields,omitempty"`
 	// RefreshRequest is the value of the management.drover.io/refresh annotation last acted on.
 	// +optional
 	RefreshRequest string `json:"refreshRequest,omitempty"`

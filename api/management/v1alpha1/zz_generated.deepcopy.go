@@ -320,6 +320,22 @@ func (in *ClusterStatus) DeepCopyInto(out *ClusterStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.PendingFields != nil {
+		in, out := &in.PendingFields, &out.PendingFields
+		*out = make(map[string][]string, len(*in))
+		for key, val := range *in {
+			var outVal []string
+			if val == nil {
+				(*out)[key] = nil
+			} else {
+				inVal := (*in)[key]
+				in, out := &inVal, &outVal
+				*out = make([]string, len(*in))
+				copy(*out, *in)
+			}
+			(*out)[key] = outVal
+		}
+	}
 	if in.LastRefreshTime != nil {
 		in, out := &in.LastRefreshTime, &out.LastRefreshTime
 		*out = (*in).DeepCopy()

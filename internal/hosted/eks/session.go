@@ -118,10 +118,20 @@ func (s *session) Observe(ctx context.Context, c *v1.Cluster) (*hosted.Observati
 		if err != nil {
 			return nil, classify("DescribeUpdate", err)
 		}
-		if u.Update.Status == types.UpdateStatusInProgress {
+		switch u.Update.Status {
+		case types.UpdateStatusInProgress:
 			obs.Pending = append(obs.Pending, id)
 			obs.Updating = true
 			obs.Why = fmt.Sprintf("EKS update %s (%s) is in progress", aws.ToString(u.Update.Id), u.Update.Type)
+		case types.UpdateStatusFailed, types.UpdateStatusCancelled:
+			var msgs []string
+			for _, e := range u.Update.Errors {
+				msgs = append(msgs, fmt.Sprintf("%s: %s", e.ErrorCode, aws.ToString(e.ErrorMessage)))
+			}
+			if obs.FailedOps == nil {
+				obs.FailedOps = map[string]string{}
+			}
+			obs.FailedOps[id] = fmt.Sprintf("EKS update %s %s: %s", u.Update.Type, u.Update.Status, strings.Join(msgs, "; "))
 		}
 	}
 	tree, err := hosted.ToTree(up)

@@ -252,6 +252,15 @@ func (s *session) Observe(ctx context.Context, c *v1.Cluster) (*hosted.Observati
 			obs.Pending = append(obs.Pending, id)
 			obs.Updating = true
 			obs.Why = fmt.Sprintf("GKE operation %s (%s) is %s", id, op.OperationType, op.Status)
+		} else if op.Error != nil || op.StatusMessage != "" {
+			msg := op.StatusMessage
+			if op.Error != nil && op.Error.Message != "" {
+				msg = op.Error.Message
+			}
+			if obs.FailedOps == nil {
+				obs.FailedOps = map[string]string{}
+			}
+			obs.FailedOps[id] = fmt.Sprintf("GKE operation %s (%s): %s", id, op.OperationType, msg)
 		}
 	}
 	tree, err := hosted.ToTree(s.upstream(cl))

@@ -181,3 +181,9 @@ func (r *recorder) find(reason string) []string {
 	}
 	return out
 }
+
+func (r *recorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.events, "\n")
+}

@@ -290,3 +290,33 @@ func (m *merger) equal(p Path, a, b any, named bool) bool {
 	}
 	return reflect.DeepEqual(a, b)
 }
+
+// ParsePath parses the String form of a path: fields separated by dots, map keys and list
+// element names in brackets (nodeGroups[ng-1].labels[kubernetes.io/role]).
+func ParsePath(s string) (Path, error) {
+	var p Path
+	for i := 0; i < len(s); {
+		switch s[i] {
+		case '.':
+			i++
+		case '[':
+			end := strings.IndexByte(s[i:], ']')
+			if end < 0 {
+				return nil, fmt.Errorf("path %q: unclosed [", s)
+			}
+			p = append(p, Segment{Key: s[i+1 : i+end]})
+			i += end + 1
+		default:
+			end := strings.IndexAny(s[i:], ".[")
+			if end < 0 {
+				end = len(s) - i
+			}
+			p = append(p, Segment{Field: s[i : i+end]})
+			i += end
+		}
+	}
+	if len(p) == 0 {
+		return nil, fmt.Errorf("empty path")
+	}
+	return p, nil
+}

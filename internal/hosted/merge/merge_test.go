@@ -257,3 +257,20 @@ func copyTree(m map[string]any) map[string]any {
 	}
 	return out
 }
+
+func TestParsePathRoundTrips(t *testing.T) {
+	for _, p := range []Path{
+		{{Field: "kubernetesVersion"}},
+		{{Field: "tags"}, {Key: "cost.center/x"}},
+		{{Field: "nodeGroups"}, {Key: "ng-1"}, {Field: "labels"}, {Key: "kubernetes.io/role"}},
+		{{Field: "nodePools"}, {Key: "p"}, {Field: "config"}, {Field: "machineType"}},
+	} {
+		got, err := ParsePath(p.String())
+		if err != nil || !reflect.DeepEqual(got, p) {
+			t.Errorf("ParsePath(%q) = %v, %v; want %v", p.String(), got, err, p)
+		}
+	}
+	if _, err := ParsePath("tags[unclosed"); err == nil {
+		t.Error("want an error for an unclosed bracket")
+	}
+}
