@@ -7,12 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -150,7 +152,10 @@ func (a *agent) work(ctx context.Context, cred *register.Credential) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	mgr, err := ctrl.NewManager(cred.Config(), ctrl.Options{
-		Scheme:  register.Scheme,
+		Scheme: register.Scheme,
+		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+			return register.RESTMapper, nil
+		},
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{cred.DeploymentNamespace: {}}},
 		// Several agents may share one process in tests.

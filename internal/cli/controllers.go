@@ -12,6 +12,7 @@ import (
 	"github.com/droverhq/drover/internal/hosted/eks"
 	"github.com/droverhq/drover/internal/hosted/gke"
 	migrationcontroller "github.com/droverhq/drover/internal/migration/controller"
+	"github.com/droverhq/drover/internal/registration"
 )
 
 // hostedOptions are the hosted-cluster sync settings of `drover server`.
@@ -20,6 +21,8 @@ type hostedOptions struct {
 	rates        map[string]*hosted.Rate
 	jitter       float64
 	pollInterval time.Duration
+	// registerLocal registers the management cluster itself as the fleet cluster "local".
+	registerLocal bool
 }
 
 // Provider defaults: refresh every 300 s like the incumbent; API budgets from the providers'
@@ -43,6 +46,7 @@ func (o *hostedOptions) addFlags(f *pflag.FlagSet) {
 		f.Float64Var(&r.QPS, p.name+"-api-qps", p.rate.QPS, strings.ToUpper(p.name)+" API requests per second per "+p.what+" (token bucket refill; 0: unlimited)")
 		f.IntVar(&r.Burst, p.name+"-api-burst", p.rate.Burst, strings.ToUpper(p.name)+" API token bucket size per "+p.what)
 	}
+	f.BoolVar(&o.registerLocal, "register-local", true, "register the cluster drover runs in as the fleet cluster \"local\"")
 	f.Float64Var(&o.jitter, "refresh-jitter", 0.1, "fraction of the refresh interval added at random, so clusters do not refresh in the same second")
 	f.DurationVar(&o.pollInterval, "hosted-poll-interval", 30*time.Second, "how often a hosted cluster with work in progress is re-read")
 }
@@ -68,6 +72,13 @@ func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
 		},
 		func(mgr ctrl.Manager) error {
 			return (&migrationcontroller.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+		},
+		func(mgr ctrl.Manager) error {
+			opts := registration.Options{}
+			if o.registerLocal {
+				opts.LocalConfig = mgr.GetConfig()
+			}
+			return registration.Controllers(opts)(mgr)
 		},
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +28,8 @@ type migrateOptions struct {
 	applyCommand, helmCommand, uninstallCommand                              string
 	leaderMigration, keepCCMLeaderMigration, imdsHostname                    bool
 	kubernetesVersion, imageTag, chartVersion, namespace, kcmIdentity        string
-	stepTimeout                                                              time.Duration
+	nodeSelector                                                             string
+	stepTimeout, pollInterval                                                time.Duration
 }
 
 func newMigrateCommand() *cobra.Command {
@@ -68,7 +70,9 @@ stopped; rollback restores the original configuration while the version is below
 	f.StringVar(&o.chartVersion, "ccm-chart-version", "", "aws-cloud-controller-manager chart version")
 	f.StringVar(&o.namespace, "system-namespace", "kube-system", "downstream namespace of the control-plane pods, leases and CCM")
 	f.StringVar(&o.kcmIdentity, "kcm-identity", checks.DefaultKCMIdentity, "user kube-controller-manager authenticates as")
+	f.StringVar(&o.nodeSelector, "node-selector", "", "label selector limiting the downstream nodes and LoadBalancer Services checked (default: all)")
 	f.DurationVar(&o.stepTimeout, "step-timeout", 10*time.Minute, "how long a step's verification may take")
+	f.DurationVar(&o.pollInterval, "poll-interval", 2*time.Second, "how often a pending verification is re-checked")
 
 	cmd.AddCommand(
 		&cobra.Command{Use: "plan", Short: "Run the preflight and print every step with its configuration diff", Args: cobra.NoArgs,
@@ -92,7 +96,8 @@ func (o *migrateOptions) spec() migrationv1alpha1.CloudProviderMigrationSpec {
 	}
 }
 
-func (o *migrateOptions) engine(out io.Writer) (*migration.Engine, error) {
+func (o *migrateOptions) engine(ctx context.Context, out io.Writer) (*migration.Engine, error) {
+	run := migration.RunnerFrom(ctx) // nil: run the commands as processes
 	if o.kubeconfig == "" {
 		return nil, errors.New("--kubeconfig (the downstream cluster) is required")
 	}
@@ -106,7 +111,7 @@ func (o *migrateOptions) engine(out io.Writer) (*migration.Engine, error) {
 		if o.configFile == "" {
 			return nil, errors.New("rke1 needs --config <cluster.yml>")
 		}
-		c := rke1.New(o.configFile, o.applyCommand, nil)
+		c := rke1.New(o.configFile, o.applyCommand, run)
 		c.HelmCommand, c.UninstallCommand, c.UseInstanceMetadataHostname = o.helmCommand, o.uninstallCommand, o.imdsHostname
 		dist = c
 	case "rke2":
@@ -116,7 +121,7 @@ func (o *migrateOptions) engine(out io.Writer) (*migration.Engine, error) {
 			if apply == "" {
 				apply = "kubectl apply -f {file}"
 			}
-			dist = &rke2.File{FileBackend: migration.FileBackend{Path: o.configFile, Command: apply}}
+			dist = &rke2.File{FileBackend: migration.FileBackend{Path: o.configFile, Command: apply, Run: run}}
 		case o.cluster != "":
 			ns, name, ok := strings.Cut(o.cluster, "/")
 			if !ok || o.mgmtKubeconfig == "" {
@@ -146,8 +151,8 @@ func (o *migrateOptions) engine(out io.Writer) (*migration.Engine, error) {
 		}
 	}
 	return &migration.Engine{
-		Dist: dist, Store: migration.FileStore{Path: filepath.Clean(state)}, StepTimeout: o.stepTimeout,
-		Checks: &checks.Checker{Client: down, Namespace: o.namespace, KCMIdentity: o.kcmIdentity},
+		Dist: dist, Store: migration.FileStore{Path: filepath.Clean(state)}, StepTimeout: o.stepTimeout, PollInterval: o.pollInterval,
+		Checks: &checks.Checker{Client: down, Namespace: o.namespace, Selector: o.nodeSelector, KCMIdentity: o.kcmIdentity},
 		Report: func(s migrationv1alpha1.StepStatus) {
 			fmt.Fprintf(out, "step %d %-26s %s", s.Index, s.Name, s.Phase)
 			if s.Message != "" {
@@ -167,7 +172,7 @@ func clientsetFor(path string) (kubernetes.Interface, error) {
 }
 
 func (o *migrateOptions) plan(cmd *cobra.Command, out io.Writer) error {
-	eng, err := o.engine(out)
+	eng, err := o.engine(cmd.Context(), out)
 	if err != nil {
 		return err
 	}
@@ -184,7 +189,7 @@ func (o *migrateOptions) plan(cmd *cobra.Command, out io.Writer) error {
 
 func (o *migrateOptions) apply(cmd *cobra.Command, out io.Writer) error {
 	ctx := cmd.Context()
-	eng, err := o.engine(out)
+	eng, err := o.engine(ctx, out)
 	if err != nil {
 		return err
 	}
@@ -215,7 +220,7 @@ func (o *migrateOptions) apply(cmd *cobra.Command, out io.Writer) error {
 }
 
 func (o *migrateOptions) status(cmd *cobra.Command, out io.Writer) error {
-	eng, err := o.engine(out)
+	eng, err := o.engine(cmd.Context(), out)
 	if err != nil {
 		return err
 	}
@@ -235,7 +240,7 @@ func (o *migrateOptions) status(cmd *cobra.Command, out io.Writer) error {
 }
 
 func (o *migrateOptions) rollback(cmd *cobra.Command, out io.Writer) error {
-	eng, err := o.engine(out)
+	eng, err := o.engine(cmd.Context(), out)
 	if err != nil {
 		return err
 	}

@@ -51,9 +51,14 @@ type Engine struct {
 	OnAction func(step int)
 	// Report, if set, is called after each saved step transition (progress output).
 	Report func(migrationv1alpha1.StepStatus)
-	// Overhead accumulates, per step, the time spent inside Advance: drover's own cost
-	// (including its API calls), without the waiting between verification polls.
+	// Overhead accumulates, per step, the time spent inside Advance calls that made progress:
+	// drover's own cost (including its API calls and the verification that passed), without
+	// the waiting between verification polls.
 	Overhead [NumSteps]time.Duration
+	// PollTime accumulates, per step, the time spent in verification polls that found the
+	// cluster not there yet: part of waiting for the cluster, and proportional to how often
+	// it is polled.
+	PollTime [NumSteps]time.Duration
 }
 
 // Progress is the outcome of one Advance.
@@ -170,8 +175,14 @@ func (e *Engine) Advance(ctx context.Context) (Progress, error) {
 		setCondition(&st.Status, ConditionProgressing, false, ReasonSucceeded, "All steps finished")
 		return Progress{Done: true}, e.save(ctx, st, -1)
 	}
-	start := time.Now()
-	defer func() { e.Overhead[i] += time.Since(start) }()
+	start, pending := time.Now(), false
+	defer func() {
+		if pending {
+			e.PollTime[i] += time.Since(start)
+		} else {
+			e.Overhead[i] += time.Since(start)
+		}
+	}()
 
 	log := ctrl.LoggerFrom(ctx).WithValues("step", StepNames[i])
 	p := ParamsFor(st.Spec, st.Status.Facts.KubernetesVersion)
@@ -220,6 +231,7 @@ func (e *Engine) Advance(ctx context.Context) (Progress, error) {
 					return Progress{}, err
 				}
 			}
+			pending = true
 			return Progress{Wait: e.poll(), Msg: pr.Msg}, nil
 		}
 		return e.failOrRetry(ctx, st, i, err)
@@ -279,6 +291,11 @@ func setCondition(s *migrationv1alpha1.CloudProviderMigrationStatus, typ string,
 // Run advances the migration until it finishes, waiting between verification polls.
 func (e *Engine) Run(ctx context.Context) error {
 	for {
+		// Interrupted (Ctrl-C, a stopping controller): stop at this step boundary rather than
+		// start a transition whose API calls would fail half-way.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		pr, err := e.Advance(ctx)
 		if err != nil {
 			var fe *FailedError

@@ -85,6 +85,12 @@ type Distribution interface {
 	MirrorPods() bool
 }
 
+// DocChecker is implemented by distributions whose document itself can make the migration
+// fail (RKE1 node entries): CheckDoc returns the preflight refusals.
+type DocChecker interface {
+	CheckDoc(doc []byte) []string
+}
+
 // CCMInstaller is implemented by distributions that install the CCM outside the document
 // (RKE1: Helm).
 type CCMInstaller interface {
@@ -156,6 +162,20 @@ func ccmClusterRoleRules() []any {
 
 // Runner runs a command (argv[0] is the program).
 type Runner func(ctx context.Context, argv []string) error
+
+type runnerKey struct{}
+
+// WithRunner returns ctx carrying run, which commands built from ctx (the CLI's apply and Helm
+// commands) use instead of ExecRunner: tests put a distribution simulator there.
+func WithRunner(ctx context.Context, run Runner) context.Context {
+	return context.WithValue(ctx, runnerKey{}, run)
+}
+
+// RunnerFrom returns the Runner set by WithRunner, or nil.
+func RunnerFrom(ctx context.Context) Runner {
+	run, _ := ctx.Value(runnerKey{}).(Runner)
+	return run
+}
 
 // ExecRunner runs commands as child processes, output to the process's stderr.
 func ExecRunner(ctx context.Context, argv []string) error {

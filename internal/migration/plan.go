@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -50,7 +51,7 @@ var (
 		{"the distribution applied the configuration", "kube-controller-manager runs with --enable-leader-migration", "Lease cloud-provider-extraction-migration is held and renewed"},
 		{"every control-plane node is unschedulable"},
 		{"the distribution applied the configuration", "DaemonSet aws-cloud-controller-manager rolled out on every control-plane node", "kube-controller-manager still holds the migration Lease"},
-		{"the distribution applied the configuration", "kube-controller-manager runs with --cloud-provider=external and without --enable-leader-migration", "every node kept its name and ProviderID and has no uninitialized taint", "the CCM holds Lease cloud-controller-manager (and the migration Lease)", "LoadBalancer ingresses are unchanged"},
+		{"the distribution applied the configuration", "kube-controller-manager runs with --cloud-provider=external and without --enable-leader-migration", "every node kept its name and ProviderID and has no uninitialized taint", "the CCM holds Lease cloud-controller-manager (and the migration Lease)", "LoadBalancer ingresses are unchanged", "no SyncLoadBalancerFailed event on a LoadBalancer Service since the switch"},
 		{"the control-plane nodes are schedulable"},
 		{"the DaemonSet runs without --enable-leader-migration and rolled out", "the CCM holds Lease cloud-controller-manager"},
 	}
@@ -75,6 +76,9 @@ func (e *Engine) Plan(ctx context.Context, spec migrationv1alpha1.CloudProviderM
 	plan := &Plan{Distribution: e.Dist.Kind(), Refusals: refusals}
 	for i := range NumSteps {
 		ps := PlannedStep{Index: i, Name: StepNames[i], Action: stepActions[i], Verifies: stepVerifies[i], Skipped: skipReason(i, p)}
+		if !e.Dist.MirrorPods() { // RKE1's kube-controller-manager is a container the API cannot see
+			ps.Verifies = slices.DeleteFunc(slices.Clone(ps.Verifies), func(v string) bool { return strings.HasPrefix(v, "kube-controller-manager runs with") })
+		}
 		if i == StepSwitchProvider && p.KubernetesVersion != "" {
 			ps.Action += ", and set Kubernetes " + p.KubernetesVersion
 		}

@@ -40,6 +40,9 @@ func (e *Engine) Preflight(ctx context.Context, spec migrationv1alpha1.CloudProv
 		return nil, err
 	}
 	out = append(out, checks.Eligibility(nodes, func(n string) bool { return e.Dist.KeepsNodeName(doc, n) })...)
+	if dc, ok := e.Dist.(DocChecker); ok {
+		out = append(out, dc.CheckDoc(doc)...)
+	}
 	cp := 0
 	for _, f := range checks.NodeFacts(nodes, e.Dist.ControlPlaneLabel()) {
 		if f.ControlPlane {
@@ -209,6 +212,9 @@ func (e *Engine) verify(ctx context.Context, st *State, i int, p Params) error {
 			fns = append(fns, func() error { return c.LeaseHeld(ctx, checks.MigrationLease, "aws-cloud-controller-manager") })
 		}
 		fns = append(fns, func() error { return c.LoadBalancersUnchanged(ctx, f.LoadBalancers) })
+		if started := st.Status.Steps[i].StartedAt; started != nil {
+			fns = append(fns, func() error { return c.NoLoadBalancerSyncFailures(ctx, f.LoadBalancers, started.Time) })
+		}
 	case StepUncordon:
 		return c.Cordoned(ctx, controlPlaneNames(f, true), false)
 	case StepDisableCCMLeaderMigration:

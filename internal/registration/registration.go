@@ -62,3 +62,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c client.Client, opts Options)
 	}
 	return nil
 }
+
+// Controllers returns a function for server.Options.Controllers that sets up the registration
+// controllers on the server's manager.
+func Controllers(opts Options) func(ctrl.Manager) error {
+	return func(mgr ctrl.Manager) error {
+		// Setup only registers indexes and writes namespaces: it does not outlive the call.
+		return Setup(context.Background(), mgr, mgr.GetClient(), opts)
+	}
+}

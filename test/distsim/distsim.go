@@ -43,6 +43,9 @@ const (
 	NeverAcquireLease Misbehaviour = "NeverAcquireLease"
 	// DaemonSetNeverReady: the CCM DaemonSet selects no node.
 	DaemonSetNeverReady Misbehaviour = "DaemonSetNeverReady"
+	// LoadBalancerSyncFails: at the switch, the CCM fails to sync the LoadBalancer Service
+	// (a SyncLoadBalancerFailed event, as with a missing IAM permission).
+	LoadBalancerSyncFails Misbehaviour = "LoadBalancerSyncFails"
 )
 
 // ClusterLabel labels every node and Service of one simulated cluster.
@@ -406,6 +409,9 @@ func ctrlCreateOrUpdate(ctx context.Context, c client.Client, ds *appsv1.DaemonS
 
 // switchNodes applies the node-level misbehaviours of the provider switch.
 func (s *Sim) switchNodes(ctx context.Context) error {
+	if s.o.Misbehave == LoadBalancerSyncFails {
+		return s.loadBalancerSyncFailed(ctx)
+	}
 	if s.o.Misbehave != RenameNode && s.o.Misbehave != DropProviderID {
 		return nil
 	}
@@ -425,6 +431,24 @@ func (s *Sim) switchNodes(ctx context.Context) error {
 		return s.createNode(ctx, fmt.Sprintf("%s-worker-%d", s.o.Name, i), labels, s.providerID(i), false)
 	}
 	return s.createNode(ctx, s.NodeName(i), labels, "", true)
+}
+
+// loadBalancerSyncFailed records the event the CCM's service controller emits when it cannot
+// reconcile the load balancer.
+func (s *Sim) loadBalancerSyncFailed(ctx context.Context) error {
+	now := metav1.Now()
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: s.o.Namespace, Name: "web.distsim-lb-sync"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: s.o.Namespace, Name: "web"},
+		Reason:         checks.LoadBalancerSyncFailed, Type: corev1.EventTypeWarning,
+		Message:        "Error syncing load balancer: failed to ensure load balancer: AccessDenied: elasticloadbalancing:DescribeLoadBalancers",
+		Source:         corev1.EventSource{Component: "service-controller"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	if err := s.o.Client.Create(ctx, ev); err != nil {
+		return fmt.Errorf("create event: %w", err)
+	}
+	return nil
 }
 
 // renewLeases holds the Leases the running components would hold.
@@ -463,11 +487,14 @@ func (s *Sim) renew(ctx context.Context, name, holder string) error {
 	return s.o.Client.Update(ctx, l)
 }
 
-// Runner handles the commands drover runs for RKE1: `rke up --config <file>` applies
-// cluster.yml; `helm upgrade --install … --values <file>` installs the chart; `helm uninstall`
-// removes it. Anything else fails.
+// Runner handles the commands drover runs: `rke up --config <file>` applies cluster.yml;
+// `helm upgrade --install … --values <file>` installs the chart; `helm uninstall` removes it;
+// `kubectl apply -f <file>` (RKE2 manifests on disk) writes the provisioning Cluster's spec,
+// which Run then applies as Rancher would. Anything else fails.
 func (s *Sim) Runner(ctx context.Context, argv []string) error {
 	switch {
+	case len(argv) >= 4 && argv[0] == "kubectl" && argv[1] == "apply" && s.o.RKE2:
+		return s.kubectlApply(ctx, flagValue(argv, "-f"))
 	case len(argv) >= 3 && argv[0] == "rke" && argv[1] == "up":
 		path := flagValue(argv, "--config")
 		data, err := os.ReadFile(path)
@@ -501,6 +528,25 @@ func (s *Sim) Runner(ctx context.Context, argv []string) error {
 		return s.Apply(ctx, st)
 	}
 	return fmt.Errorf("distsim: unknown command %q", strings.Join(argv, " "))
+}
+
+// kubectlApply replaces the spec of the Cluster named in the manifest at path.
+func (s *Sim) kubectlApply(ctx context.Context, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	in := &unstructured.Unstructured{}
+	if err := sigsyaml.Unmarshal(data, &in.Object); err != nil {
+		return fmt.Errorf("parse %s: %w", path, err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(rke2.ClusterGVK)
+	if err := s.o.Client.Get(ctx, client.ObjectKey{Namespace: in.GetNamespace(), Name: in.GetName()}, u); err != nil {
+		return err
+	}
+	u.Object["spec"] = in.Object["spec"]
+	return s.o.Client.Update(ctx, u)
 }
 
 func flagValue(argv []string, name string) string {

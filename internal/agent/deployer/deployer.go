@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -148,9 +149,9 @@ func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployme
 }
 
 func setCond(bd *fleetv1alpha1.BundleDeployment, typ string, ok bool, reason, msg string) {
-	s := "False"
+	s := metav1.ConditionFalse
 	if ok {
-		s = "True"
+		s = metav1.ConditionTrue
 	}
-	meta.SetStatusCondition(&bd.Status.Conditions, metaCondition(typ, s, reason, msg, bd.Generation))
+	meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: bd.Generation})
 }

@@ -31,12 +31,14 @@ func Beat(ctx context.Context, c client.Client, workspace, cluster, agentNamespa
 	return nil
 }
 
-// Run beats every interval until ctx ends or a beat fails with err returned by stop.
+// Run beats every interval until ctx ends. A beat rejected as Unauthorized or Forbidden ends it
+// with that error (the credential is no longer valid); other failures are retried.
 func Run(ctx context.Context, c client.Client, workspace, cluster, agentNamespace string, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if err := Beat(ctx, c, workspace, cluster, agentNamespace, time.Now()); err != nil {
+		err := Beat(ctx, c, workspace, cluster, agentNamespace, time.Now())
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

@@ -111,7 +111,9 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-func tm(apiVersion, kind string) metav1.TypeMeta { return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind} }
+func tm(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
 
 // YAML renders objects as a multi-document YAML stream.
 func YAML(objs []*unstructured.Unstructured) ([]byte, error) {

@@ -52,6 +52,9 @@ type Failure struct {
 func (f *Failure) Error() string { return f.Reason + ": " + f.Err.Error() }
 func (f *Failure) Unwrap() error { return f.Err }
 
+// RegistrationFinalizer is the finalizer drover puts on ClusterRegistrations.
+const RegistrationFinalizer = "fleet.drover.io/registration-cleanup"
+
 // Options configure registration.
 type Options struct {
 	// Downstream is a client for the agent's own cluster.
@@ -162,7 +165,7 @@ func fromSecret(d map[string][]byte, token string) *Credential {
 func verify(ctx context.Context, cred *Credential, grace time.Duration) error {
 	cfg := cred.Config()
 	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
-	c, err := client.New(cfg, client.Options{Scheme: Scheme})
+	c, err := client.New(cfg, client.Options{Scheme: Scheme, Mapper: RESTMapper})
 	if err != nil {
 		return fmt.Errorf("client for request identity: %w", err)
 	}
@@ -190,7 +193,7 @@ func register(ctx context.Context, o Options, boot map[string][]byte) (*Credenti
 		sysNS = fleetv1alpha1.SystemRegistrationNamespace
 	}
 	importCfg := &rest.Config{Host: host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: 5, Burst: 10}
-	ic, err := client.New(importCfg, client.Options{Scheme: Scheme})
+	ic, err := client.New(importCfg, client.Options{Scheme: Scheme, Mapper: RESTMapper})
 	if err != nil {
 		return nil, fmt.Errorf("client for import identity: %w", err)
 	}
@@ -200,8 +203,10 @@ func register(ctx context.Context, o Options, boot map[string][]byte) (*Credenti
 	}
 	random := randomHex(32)
 	cr := &fleetv1alpha1.ClusterRegistration{
-		ObjectMeta: metav1.ObjectMeta{Namespace: workspace, GenerateName: "request-", Labels: map[string]string{fleetv1alpha1.TokenLabel: tokenName}},
-		Spec:       fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: random, ClusterLabels: labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: workspace, GenerateName: "request-", Labels: map[string]string{fleetv1alpha1.TokenLabel: tokenName},
+			// drover's cleanup finalizer, set here to save the controller a write per registration.
+			Finalizers: []string{RegistrationFinalizer}},
+		Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: random, ClusterLabels: labels},
 	}
 	if err := ic.Create(ctx, cr); err != nil {
 		return nil, &Failure{fleetv1alpha1.ReasonRegistrationFailed, fmt.Errorf("create ClusterRegistration at %s: %w", host, err)}
@@ -259,7 +264,7 @@ func waitForSecret(ctx context.Context, cfg *rest.Config, ns, name string, timeo
 	if err != nil {
 		return nil, fmt.Errorf("clientset for import identity: %w", err)
 	}
-	delay := 500 * time.Millisecond
+	delay := 250 * time.Millisecond
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	for {
 		// Until the grant, the import identity may not even watch the name: back off and retry.
@@ -278,7 +283,7 @@ func waitForSecret(ctx context.Context, cfg *rest.Config, ns, name string, timeo
 		if err := pause(ctx, jitter(delay)); err != nil {
 			return nil, err
 		}
-		delay = min(delay*3/2, 5*time.Second)
+		delay = min(delay*3/2, 2*time.Second)
 	}
 }
 

@@ -211,6 +211,46 @@ func (c *Checker) LoadBalancersUnchanged(ctx context.Context, before []migration
 	return nil
 }
 
+// LoadBalancerSyncFailed is the event reason of a cloud controller that failed to reconcile a
+// LoadBalancer Service.
+const LoadBalancerSyncFailed = "SyncLoadBalancerFailed"
+
+// NoLoadBalancerSyncFailures fails if a recorded LoadBalancer Service got a
+// SyncLoadBalancerFailed event at or after since (the switch): the CCM could not manage a load
+// balancer the in-tree provider managed, typically for missing IAM permissions or cluster tags.
+func (c *Checker) NoLoadBalancerSyncFailures(ctx context.Context, lbs []migrationv1alpha1.LoadBalancerFact, since time.Time) error {
+	if len(lbs) == 0 {
+		return nil
+	}
+	inScope := map[string]bool{}
+	for _, lb := range lbs {
+		inScope[lb.Namespace+"/"+lb.Name] = true
+	}
+	l, err := c.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=Service,reason=" + LoadBalancerSyncFailed})
+	if err != nil {
+		return fmt.Errorf("list events: %w", err)
+	}
+	for _, ev := range l.Items {
+		key := ev.InvolvedObject.Namespace + "/" + ev.InvolvedObject.Name
+		if !inScope[key] || eventTime(&ev).Before(since) {
+			continue
+		}
+		return fatal("LoadBalancer Service %s: %s after the switch (%s, from %s): the AWS CCM cannot manage its load balancer; check the CCM's IAM policy and the kubernetes.io/cluster/<cluster-id> tags on the subnets and security groups, then roll back while below 1.27 or fix forward",
+			key, LoadBalancerSyncFailed, ev.Message, ev.Source.Component+ev.ReportingController)
+	}
+	return nil
+}
+
+func eventTime(ev *corev1.Event) time.Time {
+	switch {
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	}
+	return ev.FirstTimestamp.Time
+}
+
 // NodesKept checks every recorded node still exists under its name with its ProviderID and
 // without the uninitialized taint.
 func (c *Checker) NodesKept(ctx context.Context, facts []migrationv1alpha1.NodeFact) error {

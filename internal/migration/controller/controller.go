@@ -25,6 +25,13 @@ import (
 	"github.com/droverhq/drover/internal/migration/rke2"
 )
 
+// Condition reasons of configuration problems (stable: tools match on them). Step failures use
+// the step's name as the reason (migration.StepNames).
+const (
+	ReasonUnsupported           = "Unsupported"
+	ReasonKubeconfigUnavailable = "KubeconfigUnavailable"
+)
+
 // RollbackAnnotation set to "true" asks the controller to roll the migration back (only below 1.27).
 const RollbackAnnotation = "migration.drover.io/rollback"
 
@@ -40,6 +47,14 @@ type Reconciler struct {
 	KCMIdentity string
 	// PollInterval and StepTimeout tune the engine (defaults 2 s and 10 min).
 	PollInterval, StepTimeout time.Duration
+	// APIReader reads migrations uncached (default: the manager's API reader). The engine's
+	// state is the object's status: acting on a stale cached copy could repeat an action
+	// whose completion the cache has not seen yet.
+	APIReader client.Reader
+	// OnAction, if set, is called after a step's action ran; OnTransition after each persisted
+	// step transition (tests, progress events).
+	OnAction     func(step int)
+	OnTransition func(migrationv1alpha1.StepStatus)
 }
 
 // +kubebuilder:rbac:groups=migration.drover.io,resources=cloudprovidermigrations,verbs=get;list;watch;update;patch
@@ -54,6 +69,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Downstream == nil {
 		r.Downstream = downstreamFromKubeconfig
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	return ctrl.NewControllerManagedBy(mgr).For(&migrationv1alpha1.CloudProviderMigration{}).Named("cloudprovidermigration").Complete(r)
 }
@@ -73,19 +91,23 @@ const maxTransitions = 32
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	m := &migrationv1alpha1.CloudProviderMigration{}
-	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	if err := reader.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if m.Spec.Distribution != migrationv1alpha1.DistributionRKE2 || m.Spec.ClusterRef == nil {
-		return ctrl.Result{}, r.terminal(ctx, m, "Unsupported", "The controller migrates rke2 clusters with spec.clusterRef; run RKE1 migrations with `drover migrate cloud-provider apply --distribution rke1`")
+		return ctrl.Result{}, r.terminal(ctx, m, ReasonUnsupported, "The controller migrates rke2 clusters with spec.clusterRef; run RKE1 migrations with `drover migrate cloud-provider apply --distribution rke1 --config cluster.yml`, which runs rke up and Helm where cluster.yml lives")
 	}
 	kc, err := r.kubeconfig(ctx, m)
 	if err != nil {
-		return ctrl.Result{}, r.terminal(ctx, m, "KubeconfigUnavailable", err.Error())
+		return ctrl.Result{}, r.terminal(ctx, m, ReasonKubeconfigUnavailable, err.Error())
 	}
 	down, err := r.Downstream(kc)
 	if err != nil {
-		return ctrl.Result{}, r.terminal(ctx, m, "KubeconfigUnavailable", err.Error())
+		return ctrl.Result{}, r.terminal(ctx, m, ReasonKubeconfigUnavailable, err.Error())
 	}
 	ns := r.Namespace
 	if ns == "" {
@@ -95,6 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Dist:   &rke2.Object{Client: r.Client, Key: types.NamespacedName{Namespace: m.Spec.ClusterRef.Namespace, Name: m.Spec.ClusterRef.Name}},
 		Checks: &checks.Checker{Client: down, Namespace: ns, Selector: r.Selector, KCMIdentity: r.KCMIdentity},
 		Store:  &statusStore{client: r.Client, obj: m}, PollInterval: r.PollInterval, StepTimeout: r.StepTimeout,
+		OnAction: r.OnAction, Report: r.OnTransition,
 	}
 	if m.Annotations[RollbackAnnotation] == "true" && m.Status.Phase != migrationv1alpha1.PhaseRolledBack {
 		log.Info("Rolling back migration")
@@ -104,6 +127,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	for range maxTransitions {
+		if err := ctx.Err(); err != nil {
+			return ctrl.Result{}, err // stopping: leave the next transition to the next controller
+		}
 		pr, err := eng.Advance(ctx)
 		var fe *migration.FailedError
 		switch {
@@ -127,7 +153,12 @@ func (r *Reconciler) kubeconfig(ctx context.Context, m *migrationv1alpha1.CloudP
 		key = "value"
 	}
 	s := &corev1.Secret{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}, s); err != nil {
+	// Uncached: a cached Get would make the manager list and watch every Secret in the cluster.
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}, s); err != nil {
 		return nil, fmt.Errorf("get kubeconfig Secret %s/%s: %w", m.Namespace, ref.Name, err)
 	}
 	if len(s.Data[key]) == 0 {

@@ -13,10 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -38,13 +42,18 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	var err error
-	full, err = envtest.StartFull("migration", envtest.Options{InstallCRDs: true})
+	// Only the CRDs these tests use: the migration's own and a provisioning Cluster stand-in.
+	full, err = envtest.StartFull("migration", envtest.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = full.Stop() }()
-	if _, err := crenvtest.InstallCRDs(full.Config, crenvtest.CRDInstallOptions{Paths: []string{"testdata/provisioning-crd.yaml"}, ErrorIfPathMissing: true}); err != nil {
+	ctrl.SetLogger(logr.Discard())
+	if _, err := crenvtest.InstallCRDs(full.Config, crenvtest.CRDInstallOptions{Paths: []string{
+		filepath.Join(envtest.RepoRoot(), "config", "crd", "bases", "migration.drover.io_cloudprovidermigrations.yaml"),
+		"testdata/provisioning-crd.yaml",
+	}, ErrorIfPathMissing: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -59,6 +68,7 @@ type env struct {
 	checker *checks.Checker
 	file    string // rke1 cluster.yml
 	key     types.NamespacedName
+	stopSim func() // stops the simulator (idempotent)
 }
 
 type envOpts struct {
@@ -115,7 +125,8 @@ func newEnv(t testing.TB, o envOpts) *env {
 	simCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); e.sim.Run(simCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	e.stopSim = func() { cancel(); <-done }
+	t.Cleanup(e.stopSim)
 
 	if o.rke2 {
 		e.dist = &rke2.Object{Client: full.Client, Key: e.key}
@@ -190,3 +201,19 @@ func (e *env) normalize(doc []byte) []byte {
 }
 
 var envtestFakeNode = envtest.FakeNode
+
+// kubeconfig is an admin kubeconfig for the test cluster (the "downstream" one).
+func kubeconfig(t testing.TB) []byte {
+	t.Helper()
+	c := full.Config
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData, InsecureSkipTLSVerify: c.Insecure}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	cfg.CurrentContext = "test"
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -63,13 +63,11 @@ func TestMigrateEndToEnd(t *testing.T) {
 			if got := e.sim.Applies(); got != tc.applies {
 				t.Errorf("distribution applied %d configurations, want %d", got, tc.applies)
 			}
+			// Logged only: with every subtest of the package in parallel on a couple of cores
+			// these figures measure contention. BenchmarkMigrationStepOverhead measures (and
+			// asserts) the 1 s per step budget on its own.
 			for i, d := range eng.Overhead {
 				t.Logf("step %d %s: drover overhead %s", i, migration.StepNames[i], d)
-				// rke1's figure includes the simulated `rke up`/helm run (the distribution's own
-				// time, synchronous in the Runner), so the 1 s budget is asserted for rke2 only.
-				if tc.rke2 && d > time.Second {
-					t.Errorf("step %d overhead %s exceeds 1s", i, d)
-				}
 			}
 		})
 	}
@@ -92,6 +90,7 @@ func TestPlanRefuses(t *testing.T) {
 		{name: "in-tree at 1.27", opts: envOpts{doc: replace("v1.26.15-rancher1-1", "v1.27.16-rancher1-1")}, want: "which was removed in 1.27"},
 		{name: "node without ProviderID", extra: func(t *testing.T, e *env) { addNode(t, e, "ip-10-250-0-1.us-west-2.compute.internal", "") }, want: `has ProviderID "", want aws:///`},
 		{name: "node name would change", extra: func(t *testing.T, e *env) { addNode(t, e, "pool1-abcde", "aws:///us-west-2a/i-0abc") }, want: "node pool1-abcde is not named after its EC2 private DNS name"},
+		{name: "rke1 node without internal_address or hostname_override", opts: envOpts{doc: replace("    internal_address: 10.0.1.20\n", "")}, want: "cluster.yml node 10.0.1.20 has neither internal_address nor hostname_override"},
 		{name: "missing lease permission", opts: envOpts{noLeasePerm: true}, want: "may not get, create, update leases/cloud-provider-extraction-migration"},
 	}
 	for _, tc := range tests {
@@ -236,12 +235,17 @@ func TestMisbehaviourStopsAndRollsBack(t *testing.T) {
 		misbehave distsim.Misbehaviour
 		step      int
 		want      string
+		// waits: the failure is a verification that never passes, so the step timeout (short
+		// here) fails it; other failures are found at once, and the earlier steps must not
+		// time out on a loaded machine.
+		waits bool
 	}{
-		{"lease never acquired", true, distsim.NeverAcquireLease, migration.StepEnableLeaderMigration, "Lease NS/cloud-provider-extraction-migration does not exist yet"},
-		{"daemonset never ready", true, distsim.DaemonSetNeverReady, migration.StepInstallCCM, "runs on 0 nodes, want every control-plane node (2)"},
-		{"node renamed", true, distsim.RenameNode, migration.StepSwitchProvider, "re-registered as NS-worker-2"},
-		{"providerID missing", false, distsim.DropProviderID, migration.StepSwitchProvider, `has ProviderID "", was "aws:///us-west-2a/`},
-		{"lease never acquired rke1", false, distsim.NeverAcquireLease, migration.StepEnableLeaderMigration, "does not exist yet"},
+		{"lease never acquired", true, distsim.NeverAcquireLease, migration.StepEnableLeaderMigration, "Lease NS/cloud-provider-extraction-migration does not exist yet", true},
+		{"daemonset never ready", true, distsim.DaemonSetNeverReady, migration.StepInstallCCM, "runs on 0 nodes, want every control-plane node (2)", true},
+		{"node renamed", true, distsim.RenameNode, migration.StepSwitchProvider, "re-registered as NS-worker-2", false},
+		{"providerID missing", false, distsim.DropProviderID, migration.StepSwitchProvider, `has ProviderID "", was "aws:///us-west-2a/`, false},
+		{"lease never acquired rke1", false, distsim.NeverAcquireLease, migration.StepEnableLeaderMigration, "does not exist yet", true},
+		{"load balancer sync fails", true, distsim.LoadBalancerSyncFails, migration.StepSwitchProvider, "LoadBalancer Service NS/web: SyncLoadBalancerFailed after the switch (Error syncing load balancer: failed to ensure load balancer: AccessDenied", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -252,7 +256,11 @@ func TestMisbehaviourStopsAndRollsBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eng := e.engine(&migration.MemoryStore{}, 3*time.Second)
+			timeout := time.Minute
+			if tc.waits {
+				timeout = 5 * time.Second
+			}
+			eng := e.engine(&migration.MemoryStore{}, timeout)
 			if err := eng.Init(ctx, spec(true, "")); err != nil {
 				t.Fatal(err)
 			}

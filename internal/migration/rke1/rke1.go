@@ -48,6 +48,7 @@ func New(path, apply string, run migration.Runner) *Cluster {
 }
 
 var (
+	_ migration.DocChecker   = (*Cluster)(nil)
 	_ migration.Distribution = (*Cluster)(nil)
 	_ migration.CCMInstaller = (*Cluster)(nil)
 )
@@ -77,6 +78,27 @@ func (c *Cluster) KeepsNodeName(doc []byte, node string) bool {
 		}
 	}
 	return false
+}
+
+// CheckDoc refuses cluster.yml node entries with neither internal_address nor
+// hostname_override: with external-aws, rke finds nodes by InternalIP and fails with "not
+// found" without them (rancher/rke#3445).
+func (*Cluster) CheckDoc(doc []byte) []string {
+	_, root, err := yamlnode.Parse(doc)
+	if err != nil {
+		return []string{fmt.Sprintf("cannot parse cluster.yml: %v", err)}
+	}
+	nodes := yamlnode.Get(root, "nodes")
+	if nodes == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range nodes.Content {
+		if yamlnode.String(n, "internal_address") == "" && yamlnode.String(n, "hostname_override") == "" {
+			out = append(out, fmt.Sprintf("cluster.yml node %s has neither internal_address nor hostname_override: with external-aws, rke up cannot find the node (rke#3445); set internal_address to its private IP (and hostname_override to its current node name) before migrating", yamlnode.String(n, "address")))
+		}
+	}
+	return out
 }
 
 // Inspect reads kubernetes_version and cloud_provider.name.

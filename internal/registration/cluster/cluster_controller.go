@@ -39,11 +39,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fleetcluster").
 		For(&fleetv1alpha1.Cluster{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp(r.MaxConcurrentReconciles, 16)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: orDefault(r.MaxConcurrentReconciles, 16)}).
 		Complete(r)
 }
 
-func cmp(v, def int) int {
+func orDefault(v, def int) int {
 	if v > 0 {
 		return v
 	}
@@ -67,8 +67,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		before = c.DeepCopy()
 	}
 	ns := names.ClusterNamespace(c.Namespace, c.Name, string(c.UID))
-	if err := kube.EnsureNamespace(ctx, r.Client, ns, Labels(c)); err != nil {
-		return ctrl.Result{}, err
+	if c.Status.Namespace != ns || c.Generation != c.Status.ObservedGeneration {
+		if err := kube.EnsureNamespace(ctx, r.Client, ns, Labels(c)); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	c.Status.Namespace = ns
 	c.Status.ObservedGeneration = c.Generation

@@ -1,5 +1,337 @@
 package integration
 
-const benchControllerEnv = "DROVER_BENCH_CONTROLLER"
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
 
-func runBenchController() int { return 0 }
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent/manifests"
+	"github.com/droverhq/drover/internal/agent/register"
+	"github.com/droverhq/drover/internal/registration/local"
+	"github.com/droverhq/drover/test/envtest"
+)
+
+// The benchmark runs the controllers in a child process (this test binary, re-executed) so
+// that their peak RSS is measured alone.
+const (
+	benchControllerEnv = "DROVER_BENCH_CONTROLLER"
+	benchKubeconfigEnv = "DROVER_BENCH_KUBECONFIG"
+)
+
+func runBenchController() int {
+	if os.Getenv("DROVER_BENCH_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv(benchKubeconfigEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	metrics := os.Getenv("DROVER_BENCH_METRICS")
+	if metrics == "" {
+		metrics = "0"
+	}
+	done, err := startControllers(ctx, cfg, false, metrics)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	<-done
+	return 0
+}
+
+// BenchmarkRegistration registers N agents (distinct clientIDs) at once against one management
+// API server and reports: seconds until all registered, p50/p99 per agent, objects per cluster
+// and the controllers' peak RSS. Run with:
+//
+//	go test ./internal/registration/integration -run '^$' -bench Registration -benchtime 1x
+func BenchmarkRegistration(b *testing.B) {
+	for _, n := range []int{100, 500, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for range b.N {
+				benchRegistration(b, n)
+			}
+		})
+	}
+}
+
+func benchRegistration(b *testing.B, n int) {
+	ctx := b.Context()
+	// A management cluster of its own, with only the child's controllers on it.
+	m, err := startManagement("bench-management")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = m.Stop() }()
+	if err := writeConfig(ctx, m.Client, m.Config.Host, m.Config.CAData); err != nil {
+		b.Fatal(err)
+	}
+	kc, err := local.Kubeconfig(m.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kcPath := filepath.Join(b.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	child := exec.Command(os.Args[0])
+	child.Env = append(os.Environ(), benchControllerEnv+"=1", benchKubeconfigEnv+"="+kcPath)
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = child.Process.Signal(syscall.SIGTERM); _ = child.Wait() }()
+
+	ws := fleetv1alpha1.DefaultWorkspaceNamespace
+	eventually(b, 30*time.Second, func() error { return m.Client.Get(ctx, client.ObjectKey{Name: ws}, &corev1.Namespace{}) })
+	tok := &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "bench"},
+		Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: time.Hour}}}
+	if err := m.Client.Create(ctx, tok); err != nil {
+		b.Fatal(err)
+	}
+	values := &corev1.Secret{}
+	eventually(b, 30*time.Second, func() error { return m.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: "bench"}, values) })
+
+	// Downstream: one agent namespace with a bootstrap secret per agent (not timed).
+	prefix := fmt.Sprintf("bench-%d-%d-", n, time.Now().UnixNano()%100000)
+	nss := make([]string, n)
+	parallel(n, 32, func(i int) {
+		nss[i] = prefix + strconv.Itoa(i)
+		if err := downstream.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nss[i]}}); err != nil {
+			b.Error(err)
+			return
+		}
+		if err := downstream.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: nss[i], Name: manifests.BootstrapSecret}, Data: values.Data}); err != nil {
+			b.Error(err)
+		}
+	})
+	if b.Failed() {
+		return
+	}
+
+	if path := os.Getenv("DROVER_BENCH_PROFILE"); path != "" {
+		// A CPU profile of the management API server while the agents register.
+		go func() {
+			body, err := m.Clientset.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "20").DoRaw(context.Background())
+			if err == nil {
+				err = os.WriteFile(path, body, 0o600)
+			}
+			if err != nil {
+				b.Log("profile:", err)
+			}
+		}()
+	}
+	childCPU0, selfCPU0 := cpuSeconds(child.Process.Pid), selfCPU()
+	// Each agent has a downstream cluster of its own in reality: no shared client-side rate limit.
+	dcfg := rest.CopyConfig(downstream.Config)
+	dcfg.QPS = -1
+	down, err := client.New(dcfg, client.Options{Scheme: register.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	durations := make([]time.Duration, n)
+	parallel(n, n, func(i int) {
+		t0 := time.Now()
+		if _, err := register.Ensure(ctx, register.Options{Downstream: down, Namespace: nss[i], ClientID: prefix + strconv.Itoa(i), WaitTimeout: 5 * time.Minute}); err != nil {
+			b.Errorf("agent %d: %v", i, err)
+		}
+		durations[i] = time.Since(t0)
+	})
+	total := time.Since(start)
+	b.StopTimer()
+	if addr := os.Getenv("DROVER_BENCH_METRICS"); addr != "" {
+		logControllerMetrics(b, addr)
+	}
+	rss := peakRSSMB(child.Process.Pid)
+	b.Logf("CPU seconds during the run: controllers %.1f, this process (agents, downstream clients) %.1f", cpuSeconds(child.Process.Pid)-childCPU0, selfCPU()-selfCPU0)
+	slices.Sort(durations)
+	p := func(q float64) float64 { return durations[min(n-1, int(q*float64(n)))].Seconds() }
+
+	// Where the time goes: agent start → ClusterRegistration created → granted (1 s resolution).
+	var regs fleetv1alpha1.ClusterRegistrationList
+	if err := m.Client.List(ctx, &regs); err == nil && len(regs.Items) > 0 {
+		var created, granted []float64
+		for _, cr := range regs.Items {
+			created = append(created, cr.CreationTimestamp.Sub(start.Truncate(time.Second)).Seconds())
+			if c := meta.FindStatusCondition(cr.Status.Conditions, fleetv1alpha1.ConditionGranted); c != nil {
+				granted = append(granted, c.LastTransitionTime.Sub(cr.CreationTimestamp.Time).Seconds())
+			}
+		}
+		slices.Sort(created)
+		slices.Sort(granted)
+		q := func(v []float64, f float64) float64 { return v[min(len(v)-1, int(f*float64(len(v))))] }
+		b.Logf("ClusterRegistration created after start: p50 %.0fs p99 %.0fs; granted after creation: p50 %.0fs p99 %.0fs",
+			q(created, .5), q(created, .99), q(granted, .5), q(granted, .99))
+	}
+	counts := map[string]int{}
+	count := func(name string, list client.ObjectList, opts ...client.ListOption) {
+		if err := m.Client.List(ctx, list, opts...); err != nil {
+			b.Fatal(err)
+		}
+		counts[name] = len(mustItems(list))
+	}
+	managed := client.MatchingLabels{fleetv1alpha1.ManagedLabel: "true"}
+	count("ClusterRegistration", &fleetv1alpha1.ClusterRegistrationList{})
+	count("Cluster", &fleetv1alpha1.ClusterList{})
+	count("ServiceAccount", &corev1.ServiceAccountList{}, managed)
+	count("Role", &rbacv1.RoleList{}, managed)
+	count("RoleBinding", &rbacv1.RoleBindingList{}, managed)
+	count("Secret", &corev1.SecretList{}, managed)
+	count("Namespace", &corev1.NamespaceList{}, client.HasLabels{fleetv1alpha1.ClusterUIDLabel})
+	var per []string
+	for _, k := range []string{"ClusterRegistration", "Cluster", "Namespace", "ServiceAccount", "Role", "RoleBinding", "Secret"} {
+		per = append(per, fmt.Sprintf("%s=%.2f", k, float64(counts[k])/float64(n)))
+	}
+	b.ReportMetric(total.Seconds(), "s-all")
+	b.ReportMetric(p(0.50), "s-p50")
+	b.ReportMetric(p(0.99), "s-p99")
+	b.ReportMetric(rss, "MB-controller-peak-RSS")
+	b.Logf("N=%d all registered in %.1fs, p50 %.1fs, p99 %.1fs, max %.1fs, controller peak RSS %.0f MB; objects per cluster (incl. the shared import identity): %s",
+		n, total.Seconds(), p(0.5), p(0.99), durations[n-1].Seconds(), rss, strings.Join(per, " "))
+	if counts["ClusterRegistration"] != n || counts["Cluster"] != n {
+		b.Errorf("%d registrations and %d clusters for %d agents", counts["ClusterRegistration"], counts["Cluster"], n)
+	}
+	if os.Getenv("DROVER_BENCH_REQUESTS") != "" {
+		logRequestCounts(b, m)
+	}
+	// Clean downstream up for the next size.
+	parallel(n, 32, func(i int) {
+		_ = downstream.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nss[i]}})
+	})
+}
+
+func mustItems(list client.ObjectList) []any {
+	switch l := list.(type) {
+	case *fleetv1alpha1.ClusterRegistrationList:
+		return toAny(l.Items)
+	case *fleetv1alpha1.ClusterList:
+		return toAny(l.Items)
+	case *corev1.ServiceAccountList:
+		return toAny(l.Items)
+	case *rbacv1.RoleList:
+		return toAny(l.Items)
+	case *rbacv1.RoleBindingList:
+		return toAny(l.Items)
+	case *corev1.SecretList:
+		return toAny(l.Items)
+	case *corev1.NamespaceList:
+		return toAny(l.Items)
+	}
+	panic(fmt.Sprintf("unexpected list %T", list))
+}
+
+func toAny[T any](items []T) []any {
+	out := make([]any, len(items))
+	for i := range items {
+		out[i] = items[i]
+	}
+	return out
+}
+
+// parallel runs f(0..n-1) with at most workers at once.
+func parallel(n, workers int, f func(int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, workers)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// peakRSSMB is a process's peak resident set size (VmHWM) in MB.
+func peakRSSMB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return float64(kb) / 1024
+		}
+	}
+	return 0
+}
+
+// logRequestCounts logs the management API server's request counts by verb, resource and code.
+func logRequestCounts(b *testing.B, m *envtest.Cluster) {
+	body, err := m.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(b.Context())
+	if err != nil {
+		b.Log(err)
+		return
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if strings.HasPrefix(line, "apiserver_request_total{") && !strings.HasSuffix(line, " 0") {
+			b.Log(line)
+		}
+	}
+}
+
+// cpuSeconds is a process's user+system CPU time (from /proc/<pid>/stat, 100 ticks per second).
+func cpuSeconds(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.Atoi(f[11])
+	stime, _ := strconv.Atoi(f[12])
+	return float64(utime+stime) / 100
+}
+
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// logControllerMetrics logs the controllers' client-side request latency and reconcile time.
+func logControllerMetrics(b *testing.B, addr string) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		b.Log(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if strings.HasPrefix(line, "rest_client_request_duration_seconds_sum") || strings.HasPrefix(line, "rest_client_request_duration_seconds_count") ||
+			strings.HasPrefix(line, "controller_runtime_reconcile_time_seconds_sum") || strings.HasPrefix(line, "controller_runtime_reconcile_time_seconds_count") ||
+			strings.HasPrefix(line, "workqueue_queue_duration_seconds_sum") || strings.HasPrefix(line, "rest_client_rate_limiter_duration_seconds_sum") {
+			b.Log(line)
+		}
+	}
+}

@@ -32,6 +32,7 @@ func TestAgentRestartRules(t *testing.T) {
 	ctx := t.Context()
 	ws := mgmt.Namespace(t)
 	agentNS, cred, a := registerAgent(t, ws, "restart-"+ws)
+	outer := t // the restarted agent must outlive the subtest that starts it
 	if n := countRegistrations(t, ws); n != 1 {
 		t.Fatalf("%d registrations after first start, want 1", n)
 	}
@@ -41,7 +42,7 @@ func TestAgentRestartRules(t *testing.T) {
 		if err := downstream.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: "drover-agent-status"}}); err != nil {
 			t.Fatal(err)
 		}
-		a = startAgent(t, downstream.Config, agentNS, "restart-"+ws)
+		a = startAgent(outer, downstream.Config, agentNS, "restart-"+ws)
 		eventually(t, 20*time.Second, func() error {
 			if st := agentStatus(t, downstream.Client, agentNS); st["reason"] != fleetv1alpha1.ReasonRegistered {
 				return fmt.Errorf("agent status %v", st)
@@ -126,9 +127,25 @@ func TestTwentyReRegistrationsLeaveOneSet(t *testing.T) {
 	if err := mgmt.Client.List(ctx, &clusters, client.InNamespace(ws)); err != nil || len(clusters.Items) != 1 {
 		t.Fatalf("clusters: %v, %d; want 1", err, len(clusters.Items))
 	}
+
+	t.Run("the agent renews its request token", func(t *testing.T) {
+		old := string(credential(t, downstream.Client, ns)[fleetv1alpha1.KeyToken])
+		if err := cred.Renew(ctx, opts, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		renewed := credential(t, downstream.Client, ns)
+		if string(renewed[fleetv1alpha1.KeyToken]) == old {
+			t.Fatal("credential secret still holds the old token")
+		}
+		if err := tokenClient(t, renewed[fleetv1alpha1.KeyToken]).List(ctx, &fleetv1alpha1.BundleDeploymentList{}, client.InNamespace(cred.DeploymentNamespace)); err != nil {
+			t.Errorf("renewed token: %v", err)
+		}
+	})
 }
 
-func conditionOf(conds []metav1.Condition, typ string) *metav1.Condition { return meta.FindStatusCondition(conds, typ) }
+func conditionOf(conds []metav1.Condition, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(conds, typ)
+}
 
 func TestManagerInitiatedImport(t *testing.T) {
 	t.Parallel()
@@ -147,7 +164,9 @@ func TestManagerInitiatedImport(t *testing.T) {
 	if err := mgmt.Client.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = downstream.Client.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentNS}}) })
+	t.Cleanup(func() {
+		_ = downstream.Client.Delete(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentNS}})
+	})
 	eventually(t, 30*time.Second, func() error {
 		c = getCluster(t, ws, "imported")
 		if !meta.IsStatusConditionTrue(c.Status.Conditions, fleetv1alpha1.ConditionImported) {
@@ -166,6 +185,31 @@ func TestManagerInitiatedImport(t *testing.T) {
 		t.Errorf("agent registered as cluster %q, want imported", got)
 	}
 	deployAndWait(t, ws, "imported")
+
+	t.Run("changed apiServerURL redeploys the agent", func(t *testing.T) {
+		url := mgmt.Config.Host + "/"
+		s := &corev1.Secret{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: "kc"}, s); err != nil {
+			t.Fatal(err)
+		}
+		s.Data[fleetv1alpha1.KeyAPIServerURL] = []byte(url)
+		if err := mgmt.Client.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, func() error {
+			if got := getCluster(t, ws, "imported").Status.APIServerURL; got != url {
+				return fmt.Errorf("status.apiServerURL %q, want %q", got, url)
+			}
+			boot := &corev1.Secret{}
+			if err := downstream.Client.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: manifests.BootstrapSecret}, boot); err != nil {
+				return err
+			}
+			if got := string(boot.Data[fleetv1alpha1.KeyAPIServerURL]); got != url {
+				return fmt.Errorf("bootstrap apiServerURL %q, want %q", got, url)
+			}
+			return nil
+		})
+	})
 }
 
 func TestLocalCluster(t *testing.T) {

@@ -48,7 +48,7 @@ func TestAgentInitiatedRegistrationDeploysAndPrunes(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("bootstrap secret still there: %v", err)
+		return fmt.Errorf("bootstrap secret still there: %w", err)
 	})
 	clusterName, clusterNS := string(cred[fleetv1alpha1.KeyClusterName]), string(cred[fleetv1alpha1.KeyDeploymentNamespace])
 	eventually(t, 20*time.Second, func() error {
@@ -106,7 +106,7 @@ func TestAgentInitiatedRegistrationDeploysAndPrunes(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("dropped configmap not pruned: %v", err)
+		return fmt.Errorf("dropped configmap not pruned: %w", err)
 	})
 	if err := downstream.Client.Get(ctx, client.ObjectKey{Namespace: target, Name: "keep"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("kept configmap: %v", err)
@@ -224,15 +224,22 @@ func TestSecurityMatrixWithRealIdentities(t *testing.T) {
 			if apierrors.IsUnauthorized(err) {
 				return nil
 			}
-			return fmt.Errorf("expired import token: got %v, want Unauthorized", err)
+			return fmt.Errorf("expired import token: got %w, want Unauthorized", err)
 		})
 		eventually(t, 10*time.Second, func() error {
 			err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: "short"}, &fleetv1alpha1.ClusterRegistrationToken{})
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("expired token object still there: %v", err)
+			return fmt.Errorf("expired token object still there: %w", err)
 		})
+		// Everything the token created is gone with it.
+		byToken := client.MatchingLabels{fleetv1alpha1.TokenLabel: "short"}
+		for _, list := range []client.ObjectList{&corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}, &corev1.SecretList{}} {
+			if err := mgmt.Client.List(ctx, list, client.InNamespace(ws), byToken); err != nil || meta.LenList(list) != 0 {
+				t.Errorf("%T left by the expired token: %v, %d", list, err, meta.LenList(list))
+			}
+		}
 	})
 
 	t.Run("re-created cluster does not inherit old rights", func(t *testing.T) {
@@ -245,7 +252,7 @@ func TestSecurityMatrixWithRealIdentities(t *testing.T) {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("cluster not gone: %v", err)
+			return fmt.Errorf("cluster not gone: %w", err)
 		})
 		fresh := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: clusterName}, Spec: oldCluster.Spec}
 		if err := mgmt.Client.Create(ctx, fresh); err != nil {
@@ -257,6 +264,17 @@ func TestSecurityMatrixWithRealIdentities(t *testing.T) {
 			}
 			return nil
 		})
+		// Everything created for the old Cluster is gone (its namespace is terminating).
+		byUID := client.MatchingLabels{fleetv1alpha1.ClusterUIDLabel: string(oldCluster.UID)}
+		for _, list := range []client.ObjectList{&corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}, &corev1.SecretList{}} {
+			if err := mgmt.Client.List(ctx, list, byUID); err != nil || meta.LenList(list) != 0 {
+				t.Errorf("%T left for the deleted cluster: %v, %d", list, err, meta.LenList(list))
+			}
+		}
+		oldNS := &corev1.Namespace{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKey{Name: clusterNS}, oldNS); err == nil && oldNS.DeletionTimestamp.IsZero() {
+			t.Errorf("old cluster namespace %s not deleted", clusterNS)
+		}
 		newNS := getCluster(t, ws, clusterName).Status.Namespace
 		if newNS == clusterNS {
 			t.Errorf("re-created cluster reuses namespace %s", newNS)

@@ -3,12 +3,16 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -33,6 +38,7 @@ import (
 var mgmt, downstream *envtest.Cluster
 
 func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard())
 	if os.Getenv(benchControllerEnv) != "" {
 		os.Exit(runBenchController())
 	}
@@ -53,7 +59,7 @@ func run(m *testing.M) int {
 		ch <- result{c, err}
 	}()
 	var err error
-	mgmt, err = envtest.Start("management", envtest.Options{InstallCRDs: true})
+	mgmt, err = startManagement("management")
 	r := <-ch
 	downstream = r.c
 	defer func() { _ = mgmt.Stop(); _ = downstream.Stop() }()
@@ -67,7 +73,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	done, err := startControllers(ctx, mgmt.Config, true)
+	done, err := startControllers(ctx, mgmt.Config, true, "0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -76,6 +82,27 @@ func run(m *testing.M) int {
 	cancel()
 	<-done
 	return code
+}
+
+// startManagement starts a management API server with the fleet.drover.io CRDs only, so that
+// this suite does not depend on other API groups' CRDs.
+func startManagement(name string) (*envtest.Cluster, error) {
+	c, err := envtest.Start(name, envtest.Options{})
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(envtest.RepoRoot(), "config", "crd", "bases", "fleet.drover.io_*.yaml"))
+	if err == nil && len(files) == 0 {
+		err = errors.New("no fleet.drover.io CRDs: run make generate")
+	}
+	if err == nil {
+		_, err = crenvtest.InstallCRDs(c.Config, crenvtest.CRDInstallOptions{Paths: files, ErrorIfPathMissing: true})
+	}
+	if err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("install fleet CRDs into %s: %w", name, err)
+	}
+	return c, nil
 }
 
 // writeConfig writes drover's registration settings.
@@ -95,15 +122,17 @@ func writeConfig(ctx context.Context, c client.Client, url string, ca []byte) er
 	return nil
 }
 
-// startControllers runs drover's registration controllers against cfg until ctx ends.
-func startControllers(ctx context.Context, cfg *rest.Config, local bool) (<-chan struct{}, error) {
+// startControllers runs drover's registration controllers against cfg until ctx ends; metrics
+// is the metrics bind address ("0": none).
+func startControllers(ctx context.Context, cfg *rest.Config, local bool, metrics string) (<-chan struct{}, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 1000, 2000
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: server.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: server.Scheme(), Metrics: metricsserver.Options{BindAddress: metrics}})
 	if err != nil {
 		return nil, err
 	}
 	opts := registration.Options{}
+	opts.RegistrationWorkers, _ = strconv.Atoi(os.Getenv("DROVER_REGISTRATION_WORKERS"))
 	if local {
 		opts.LocalConfig = cfg
 	}

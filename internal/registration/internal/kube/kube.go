@@ -4,14 +4,18 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -27,6 +31,25 @@ const FieldOwner = "drover-registration"
 // Apply creates or updates obj with server-side apply: one request, no read, idempotent.
 func Apply(ctx context.Context, c client.Client, obj runtime.ApplyConfiguration) error {
 	return c.Apply(ctx, obj, client.FieldOwner(FieldOwner), client.ForceOwnership)
+}
+
+// Create creates obj from its apply configuration, falling back to server-side apply when it
+// exists. A plain create is cheaper for the API server than an apply (no managed-fields merge),
+// and in the grant path nearly every object is new.
+func Create(ctx context.Context, c client.Client, obj runtime.ApplyConfiguration) error {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("encode %T: %w", obj, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return fmt.Errorf("decode %T: %w", obj, err)
+	}
+	err = c.Create(ctx, u, client.FieldOwner(FieldOwner))
+	if apierrors.IsAlreadyExists(err) {
+		return Apply(ctx, c, obj)
+	}
+	return err
 }
 
 // ManagedLabels are the labels of every object created for a cluster or registration.
@@ -90,8 +113,11 @@ func SetCondition(conds *[]metav1.Condition, gen int64, typ string, status bool,
 	return meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
 }
 
-// PatchStatus merge-patches obj's status from before.
+// PatchStatus merge-patches obj's status from before; an unchanged status is not written.
 func PatchStatus(ctx context.Context, c client.Client, obj, before client.Object) error {
+	if equality.Semantic.DeepEqual(obj, before) {
+		return nil
+	}
 	if err := c.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("patch status of %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
 	}

@@ -1,0 +1,342 @@
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
+	"github.com/droverhq/drover/internal/migration"
+	"github.com/droverhq/drover/internal/migration/controller"
+	"github.com/droverhq/drover/internal/server"
+	"github.com/droverhq/drover/test/distsim"
+)
+
+// controllerRun is one manager running the migration Reconciler for one test namespace.
+type controllerRun struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the manager stopped; err is then set
+	err    error
+}
+
+// startController runs the Reconciler under a real controller-runtime manager, its cache
+// limited to ns so parallel tests' managers do not reconcile each other's migrations.
+func startController(t *testing.T, ctx context.Context, ns string, r *controller.Reconciler) *controllerRun {
+	t.Helper()
+	mgr, err := ctrl.NewManager(full.Config, ctrl.Options{
+		Scheme:     server.Scheme(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}, // restarts in one process
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Client = mgr.GetClient()
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	run := &controllerRun{cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(run.done); run.err = mgr.Start(ctx) }()
+	t.Cleanup(func() { _ = run.stop() })
+	return run
+}
+
+// stop cancels the manager and waits until it has stopped.
+func (c *controllerRun) stop() error {
+	c.cancel()
+	<-c.done
+	return c.err
+}
+
+// counter counts actions per step across controller restarts.
+type counter struct {
+	mu sync.Mutex
+	n  map[int]int
+}
+
+func (c *counter) add(step int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[int]int{}
+	}
+	c.n[step]++
+}
+
+func (c *counter) get(step int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[step]
+}
+
+func (e *env) reconciler(timeout time.Duration, actions *counter) *controller.Reconciler {
+	return &controller.Reconciler{
+		Namespace: e.ns, Selector: e.sim.Selector(), KCMIdentity: "kcm-" + e.ns,
+		PollInterval: 50 * time.Millisecond, StepTimeout: timeout, OnAction: actions.add,
+	}
+}
+
+// createMigration creates the downstream kubeconfig Secret and a CloudProviderMigration.
+func (e *env) createMigration(t *testing.T, spec migrationv1alpha1.CloudProviderMigrationSpec, withSecret bool) types.NamespacedName {
+	t.Helper()
+	if withSecret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "downstream"}, Data: map[string][]byte{"value": kubeconfig(t)}}
+		if err := full.Client.Create(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec.KubeconfigSecretRef = migrationv1alpha1.SecretKeyReference{Name: "downstream"}
+	m := &migrationv1alpha1.CloudProviderMigration{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "aws-ccm"}, Spec: spec}
+	if err := full.Client.Create(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	return keyOf(m)
+}
+
+func keyOf(m *migrationv1alpha1.CloudProviderMigration) types.NamespacedName {
+	return types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
+}
+
+// waitMigration polls the object until done returns true; ctx ending first is returned as is.
+func waitMigration(ctx context.Context, key types.NamespacedName, timeout time.Duration, done func(*migrationv1alpha1.CloudProviderMigration) bool) (*migrationv1alpha1.CloudProviderMigration, error) {
+	m := &migrationv1alpha1.CloudProviderMigration{}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := full.Client.Get(ctx, key, m); err != nil {
+			return false, err
+		}
+		return done(m), nil
+	})
+	return m, err
+}
+
+func finished(m *migrationv1alpha1.CloudProviderMigration) bool {
+	switch m.Status.Phase {
+	case migrationv1alpha1.PhaseSucceeded, migrationv1alpha1.PhaseFailed, migrationv1alpha1.PhaseRolledBack:
+		return true
+	}
+	return false
+}
+
+func wantCondition(t *testing.T, m *migrationv1alpha1.CloudProviderMigration, typ string, status metav1.ConditionStatus, reason, msg string) {
+	t.Helper()
+	c := meta.FindStatusCondition(m.Status.Conditions, typ)
+	if c == nil {
+		t.Fatalf("no %s condition in %+v", typ, m.Status.Conditions)
+	}
+	if c.Status != status || c.Reason != reason || !strings.Contains(c.Message, msg) {
+		t.Errorf("%s condition = %s/%s %q, want %s/%s containing %q", typ, c.Status, c.Reason, c.Message, status, reason, msg)
+	}
+}
+
+// TestControllerMigratesRKE2 runs CloudProviderMigration objects for RKE2 under real managers:
+// to success, with the manager stopped at every step boundary and a new one resuming, and to a
+// failure that is then rolled back through the annotation.
+func TestControllerMigratesRKE2(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		restart   bool // stop the manager after every finished step and start a new one
+		misbehave distsim.Misbehaviour
+		timeout   time.Duration
+		// wantFailed is the step that fails (0: none).
+		wantFailed int
+		wantMsg    string
+	}{
+		{name: "runs to success", timeout: time.Minute},
+		{name: "restart at every step boundary", restart: true, timeout: time.Minute},
+		{name: "lease never acquired then rollback", misbehave: distsim.NeverAcquireLease, timeout: 5 * time.Second,
+			wantFailed: migration.StepEnableLeaderMigration, wantMsg: "Lease NS/cloud-provider-extraction-migration does not exist yet"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			e := newEnv(t, envOpts{rke2: true, misbehave: tc.misbehave})
+			original, err := e.dist.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := e.createMigration(t, migrationv1alpha1.CloudProviderMigrationSpec{
+				Distribution: migrationv1alpha1.DistributionRKE2,
+				ClusterRef:   &migrationv1alpha1.ClusterReference{Namespace: e.key.Namespace, Name: e.key.Name},
+			}, true)
+			actions := &counter{}
+
+			var m *migrationv1alpha1.CloudProviderMigration
+			var boundaries []string
+			for attempt := 1; ; attempt++ {
+				if attempt > 2*migration.NumSteps {
+					t.Fatalf("not finished after %d controller restarts", attempt-1)
+				}
+				r := e.reconciler(tc.timeout, actions)
+				runCtx, stopAtBoundary := context.WithCancel(ctx)
+				var last migrationv1alpha1.StepStatus
+				if tc.restart {
+					r.OnTransition = func(s migrationv1alpha1.StepStatus) {
+						if s.Phase == migrationv1alpha1.StepSucceeded || s.Phase == migrationv1alpha1.StepSkipped {
+							last = s
+							stopAtBoundary() // the manager stops right after this step was saved
+						}
+					}
+				}
+				run := startController(t, runCtx, e.ns, r)
+				m, err = waitMigration(runCtx, key, 2*time.Minute, finished)
+				stopAtBoundary()
+				if serr := run.stop(); serr != nil {
+					t.Fatalf("manager: %v", serr)
+				}
+				if err == nil {
+					break
+				}
+				if !tc.restart || !errors.Is(err, context.Canceled) || ctx.Err() != nil {
+					t.Fatalf("waiting for the migration: %v (phase %s)", err, m.Status.Phase)
+				}
+				// The stopped controller saved the step it finished: the next one starts after it.
+				if err := full.Client.Get(ctx, key, m); err != nil {
+					t.Fatal(err)
+				}
+				if got := m.Status.Steps[last.Index].Phase; got != last.Phase {
+					t.Fatalf("after a stop at step %d %s: persisted phase %s, want %s", last.Index, last.Name, got, last.Phase)
+				}
+				boundaries = append(boundaries, fmt.Sprintf("%d:%s", last.Index, last.Phase))
+			}
+			if tc.restart {
+				t.Logf("controller stopped and restarted after %v", boundaries)
+				if len(boundaries) != migration.NumSteps {
+					t.Errorf("stopped at %d step boundaries, want %d", len(boundaries), migration.NumSteps)
+				}
+			}
+
+			if m.Status.ObservedGeneration != m.Generation {
+				t.Errorf("observedGeneration %d, want %d", m.Status.ObservedGeneration, m.Generation)
+			}
+			if tc.wantFailed != 0 {
+				want := strings.ReplaceAll(tc.wantMsg, "NS", e.ns)
+				if m.Status.Phase != migrationv1alpha1.PhaseFailed || m.Status.CurrentStep != int32(tc.wantFailed) {
+					t.Fatalf("phase %s at step %d, want Failed at %d", m.Status.Phase, m.Status.CurrentStep, tc.wantFailed)
+				}
+				wantCondition(t, m, migration.ConditionFailed, metav1.ConditionTrue, migration.StepNames[tc.wantFailed], want)
+				wantCondition(t, m, migration.ConditionProgressing, metav1.ConditionFalse, migration.StepNames[tc.wantFailed], "Stopped at a failed step")
+				if s := m.Status.Steps[tc.wantFailed]; s.Phase != migrationv1alpha1.StepFailed || !strings.Contains(s.Message, want) {
+					t.Errorf("step %d: %s %q, want Failed with %q", tc.wantFailed, s.Phase, s.Message, want)
+				}
+
+				// Roll back through the annotation, with a fresh manager.
+				m.Annotations = map[string]string{controller.RollbackAnnotation: "true"}
+				if err := full.Client.Update(ctx, m); err != nil {
+					t.Fatal(err)
+				}
+				run := startController(t, ctx, e.ns, e.reconciler(tc.timeout, actions))
+				m, err = waitMigration(ctx, key, time.Minute, func(m *migrationv1alpha1.CloudProviderMigration) bool {
+					return m.Status.Phase == migrationv1alpha1.PhaseRolledBack
+				})
+				if err != nil {
+					t.Fatalf("rollback: %v (phase %s)", err, m.Status.Phase)
+				}
+				if err := run.stop(); err != nil {
+					t.Fatal(err)
+				}
+				wantCondition(t, m, migration.ConditionReady, metav1.ConditionFalse, migration.ReasonRolledBack, "in-tree aws")
+				got, err := e.dist.Read(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d, _ := migration.Diff(original, got); d != "" {
+					t.Fatalf("rollback did not restore the original Cluster:\n%s", d)
+				}
+				return
+			}
+
+			if m.Status.Phase != migrationv1alpha1.PhaseSucceeded {
+				t.Fatalf("phase %s, want Succeeded: %+v", m.Status.Phase, m.Status.Conditions)
+			}
+			wantCondition(t, m, migration.ConditionReady, metav1.ConditionTrue, migration.ReasonSucceeded, "out-of-tree AWS cloud controller manager")
+			wantCondition(t, m, migration.ConditionProgressing, metav1.ConditionFalse, migration.ReasonSucceeded, "All steps finished")
+			if c := meta.FindStatusCondition(m.Status.Conditions, migration.ConditionFailed); c != nil {
+				t.Errorf("unexpected Failed condition %+v", c)
+			}
+			for _, s := range m.Status.Steps {
+				if s.Phase != migrationv1alpha1.StepSucceeded || s.StartedAt == nil || s.FinishedAt == nil {
+					t.Errorf("step %d %s: %s started %v finished %v, want Succeeded with timestamps", s.Index, s.Name, s.Phase, s.StartedAt, s.FinishedAt)
+				}
+			}
+			if f := m.Status.Facts; len(f.Nodes) != 3 || len(f.LoadBalancers) != 1 || f.OriginalConfig != string(original) || f.KubernetesVersion != "v1.26.15+rke2r1" {
+				t.Errorf("recorded facts %+v, want 3 nodes, 1 load balancer, the original config and v1.26.15+rke2r1", f)
+			}
+			for s := range migration.NumSteps {
+				if n := actions.get(s); n != 1 {
+					t.Errorf("step %d %s action ran %d times, want exactly 1", s, migration.StepNames[s], n)
+				}
+			}
+			if got := e.sim.Applies(); got != 5 {
+				t.Errorf("distribution applied %d configurations, want 5 (initial + 4 steps, none repeated)", got)
+			}
+			doc, err := e.dist.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "rke2-leader-migration.final.yaml", e.normalize(doc))
+		})
+	}
+}
+
+// TestControllerTerminalErrors: migrations the controller cannot run stop at once with a Failed
+// condition saying what to do instead.
+func TestControllerTerminalErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		spec       migrationv1alpha1.CloudProviderMigrationSpec
+		withSecret bool
+		reason     string
+		msg        string
+	}{
+		{name: "rke1 points to the CLI", spec: migrationv1alpha1.CloudProviderMigrationSpec{Distribution: migrationv1alpha1.DistributionRKE1},
+			withSecret: true, reason: controller.ReasonUnsupported, msg: "drover migrate cloud-provider apply --distribution rke1"},
+		{name: "rke2 without clusterRef", spec: migrationv1alpha1.CloudProviderMigrationSpec{Distribution: migrationv1alpha1.DistributionRKE2},
+			withSecret: true, reason: controller.ReasonUnsupported, msg: "spec.clusterRef"},
+		{name: "kubeconfig Secret missing", spec: migrationv1alpha1.CloudProviderMigrationSpec{Distribution: migrationv1alpha1.DistributionRKE2,
+			ClusterRef: &migrationv1alpha1.ClusterReference{Namespace: "NS", Name: "prod"}},
+			reason: controller.ReasonKubeconfigUnavailable, msg: "get kubeconfig Secret NS/downstream"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			e := &env{ns: full.Namespace(t)}
+			if tc.spec.ClusterRef != nil {
+				tc.spec.ClusterRef.Namespace = e.ns
+			}
+			key := e.createMigration(t, tc.spec, tc.withSecret)
+			run := startController(t, ctx, e.ns, &controller.Reconciler{Namespace: e.ns})
+			m, err := waitMigration(ctx, key, 30*time.Second, finished)
+			if err != nil {
+				t.Fatalf("%v (status %+v)", err, m.Status)
+			}
+			if err := run.stop(); err != nil {
+				t.Fatal(err)
+			}
+			if m.Status.Phase != migrationv1alpha1.PhaseFailed {
+				t.Fatalf("phase %s, want Failed", m.Status.Phase)
+			}
+			wantCondition(t, m, migration.ConditionFailed, metav1.ConditionTrue, tc.reason, strings.ReplaceAll(tc.msg, "NS", e.ns))
+		})
+	}
+}
