@@ -1,9 +1,15 @@
 package integration
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -27,13 +33,12 @@ import (
 	"github.com/droverhq/drover/internal/hosted/eks"
 	"github.com/droverhq/drover/internal/server"
 	sim "github.com/droverhq/drover/pkg/cloudsim/eks"
-	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 )
 
 // BenchmarkRefreshRound measures one full refresh round of N imported EKS clusters (one node
 // group each) under one reconciler with 8 workers and a non-binding rate limit: EKS calls per
-// cluster, wall time, process CPU per cluster (reconciler, API client and the in-process
-// simulator together) and peak RSS. It also checks that a pass between refreshes makes no call.
+// cluster, wall time, CPU per cluster and live heap of this process (reconciler, informer cache,
+// SDK clients; the simulator runs in a child process) and peak RSS. It also checks that a pass between refreshes makes no call.
 func BenchmarkRefreshRound(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
@@ -48,8 +53,9 @@ func refreshRound(b *testing.B, n int) {
 	ctx := context.Background()
 	ns := mgmt.Namespace(b)
 	start := time.Now()
-	simTime := simcore.NewManualClock(start)
-	s, ts := sim.NewTestServer(b, sim.Options{Clock: simTime, Delay: -1})
+	// The simulator runs in its own process, so the figures below are drover's alone.
+	s := startEKSSimProcess(b)
+	ts := s
 	console := sim.NewClient(ts.URL, "us-west-2", sim.DefaultAccessKeyID, sim.DefaultSecretAccessKey)
 	if err := createSecret(ns, "aws", map[string]string{eks.KeyAccessKeyID: sim.DefaultAccessKeyID, eks.KeySecretAccessKey: sim.DefaultSecretAccessKey, eks.KeyEndpoint: ts.URL}); err != nil {
 		b.Fatal(err)
@@ -116,8 +122,9 @@ func refreshRound(b *testing.B, n int) {
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/cluster")
 	b.ReportMetric(float64(peakRSS())/1e6, "peak-RSS-MB")
 	var ms runtime.MemStats
+	runtime.GC()
 	runtime.ReadMemStats(&ms)
-	b.ReportMetric(float64(ms.HeapInuse)/float64(n)/1e3, "heap-KB/cluster")
+	b.ReportMetric(float64(ms.HeapInuse)/float64(n)/1e3, "live-heap-KB/cluster")
 }
 
 func parallel(n int, f func(i int)) {
@@ -176,4 +183,85 @@ func cachedClient(b *testing.B) client.Client {
 		b.Fatal(err)
 	}
 	return cl
+}
+
+// simProcess is the EKS simulator in a child process (this test binary, re-executed).
+type simProcess struct {
+	URL   string
+	stdin io.WriteCloser
+}
+
+const simChildEnv = "DROVER_EKS_SIM_CHILD"
+
+// runEKSSimChild serves the EKS simulator until stdin closes, printing its URL first. It also
+// serves /_counters (JSON) and /_reset for the parent.
+func runEKSSimChild() {
+	s := sim.New(sim.Options{Delay: -1})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/_counters", func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(s.Counters().Snapshot()) })
+	mux.HandleFunc("/_reset", func(http.ResponseWriter, *http.Request) { s.Counters().Reset() })
+	mux.Handle("/", s)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	go func() { _ = http.Serve(l, mux) }() //nolint:gosec // test-only loopback server
+	fmt.Println("http://" + l.Addr().String())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
+
+func startEKSSimProcess(b *testing.B) *simProcess {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), simChildEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("simulator child: %v", err)
+	}
+	return &simProcess{URL: strings.TrimSpace(line), stdin: stdin}
+}
+
+func (p *simProcess) counts() map[string]int64 {
+	resp, err := http.Get(p.URL + "/_counters")
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = resp.Body.Close() }()
+	m := map[string]int64{}
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return m
+}
+
+// Counters mirrors the in-process simulator's API for the benchmark.
+func (p *simProcess) Counters() *simCounters { return &simCounters{p} }
+
+type simCounters struct{ p *simProcess }
+
+func (c *simCounters) Reset() {
+	if resp, err := http.Post(c.p.URL+"/_reset", "text/plain", nil); err == nil {
+		_ = resp.Body.Close()
+	}
+}
+
+func (c *simCounters) Total() int64 {
+	var n int64
+	for _, v := range c.p.counts() {
+		n += v
+	}
+	return n
 }

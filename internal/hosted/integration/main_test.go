@@ -28,6 +28,9 @@ import (
 var mgmt *envtest.Cluster
 
 func TestMain(m *testing.M) {
+	if os.Getenv(simChildEnv) != "" {
+		runEKSSimChild() // a benchmark's out-of-process simulator
+	}
 	ctrllog.SetLogger(logr.Discard())
 	var err error
 	mgmt, err = envtest.Start("management", envtest.Options{InstallCRDs: true})
