@@ -46,7 +46,7 @@ func (l *Limits) Transport(key string) Transport {
 	if !ok {
 		base := l.Base
 		if base == nil {
-			base = http.DefaultTransport
+			base = sharedTransport
 		}
 		r := Rate{QPS: l.QPS, Burst: l.Burst}
 		if provider, _, ok := strings.Cut(key, "/"); ok {
@@ -85,3 +85,13 @@ func WithBase(t Transport, base http.RoundTripper) Transport {
 	}
 	return base
 }
+
+// sharedTransport keeps connections to each provider endpoint open for every worker: the
+// default of two idle connections per host makes concurrent workers re-dial (and re-handshake
+// TLS) for most calls.
+var sharedTransport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1000
+	t.MaxIdleConnsPerHost = 100
+	return t
+}()

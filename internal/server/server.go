@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -132,6 +133,9 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		LeaderElectionID:              "drover-controller-manager",
 		LeaderElectionNamespace:       SystemNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		// No controller reads managedFields from the cache; dropping them roughly halves the
+		// memory of every cached object at fleet scale.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 	})
 	if err != nil {
 		return fmt.Errorf("create controller manager: %w", err)
