@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
@@ -154,7 +156,7 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 			return nil, nil, classify(op, err)
 		}
 		handled = append(handled, gone...)
-		return handled, &hosted.Started{What: fmt.Sprintf("%s on AKS cluster %s (%s)", op, name, paths(handled))}, nil
+		return handled, &hosted.Started{ID: operationID(op), What: fmt.Sprintf("%s on AKS cluster %s (%s)", op, name, paths(handled))}, nil
 	}
 
 	tags := changesUnder(push, "tags")
@@ -358,4 +360,18 @@ func paths(cs []merge.Change) string {
 		out = append(out, c.Path.String())
 	}
 	return strings.Join(out, ", ")
+}
+
+// operationID names a started operation by what it changes: "aks:cluster:<n>" or
+// "aks:pool/<name>:<n>". ARM shows an operation's fate in the target's provisioningState, which
+// Observe reads anyway, so following it costs no extra call.
+func operationID(op string) string {
+	target := "cluster"
+	if verb, pool, ok := strings.Cut(op, " "); ok && strings.HasPrefix(verb, "AgentPools.") {
+		target = "pool/" + pool
+		if verb == "AgentPools.Delete" {
+			target = "deleted-pool/" + pool
+		}
+	}
+	return target + ":" + strconv.FormatInt(time.Now().UnixNano(), 36)
 }

@@ -152,12 +152,45 @@ func (s *session) Observe(ctx context.Context, c *v1.Cluster) (*hosted.Observati
 			obs.Updating, obs.Why = true, fmt.Sprintf("node pool %s is %s", *p.Name, ps)
 		}
 	}
+	s.followOperations(c, state, obs)
 	tree, err := hosted.ToTree(s.upstream(&mc))
 	if err != nil {
 		return nil, err
 	}
 	obs.Upstream = tree
 	return obs, nil
+}
+
+// followOperations reports the operations drover started (see operationID) as still running, or
+// failed, from the provisioningState of what each one changed.
+func (s *session) followOperations(c *v1.Cluster, clusterState string, obs *hosted.Observation) {
+	for _, id := range c.Status.PendingOperations {
+		target, _, ok := strings.Cut(id, ":")
+		if !ok {
+			continue
+		}
+		state, exists := clusterState, true
+		switch {
+		case strings.HasPrefix(target, "pool/"):
+			state, exists = s.poolState[strings.TrimPrefix(target, "pool/")]
+		case strings.HasPrefix(target, "deleted-pool/"):
+			state, exists = s.poolState[strings.TrimPrefix(target, "deleted-pool/")]
+			if !exists {
+				continue // deleted: done
+			}
+		}
+		switch {
+		case !exists:
+			// The pool is gone although drover did not delete it: nothing left to follow.
+		case busy(state):
+			obs.Pending = append(obs.Pending, id)
+		case state == stateFailed:
+			if obs.FailedOps == nil {
+				obs.FailedOps = map[string]string{}
+			}
+			obs.FailedOps[id] = fmt.Sprintf("AKS reports %s provisioningState Failed (see the Azure activity log)", strings.Replace(target, "/", " ", 1))
+		}
+	}
 }
 
 // upstream builds the cluster in the config's type, every supported field set.

@@ -14,6 +14,39 @@ import (
 // user's change must not be "adopted back" from the unchanged upstream; drover says what failed
 // and pushes the field again.
 func TestFailedOperationIsRetriedNotUndone(t *testing.T) {
+	t.Run("aks", testAKSFailedOperation)
+	t.Run("gke", testGKEFailedOperation)
+}
+
+func testAKSFailedOperation(t *testing.T) {
+	t.Parallel()
+	e := newAKSEnv(t)
+	e.create(aksCreated("flaky"))
+	if err := e.sim.FailNextOperation(aksSub, aksRG, "flaky", "QuotaExceeded", "Operation could not be completed as it results in exceeding approved quota"); err != nil {
+		t.Fatal(err)
+	}
+	e.edit("flaky", func(c *v1.AKSClusterConfig) { c.KubernetesVersion = ptr.To("1.33") })
+	if _, err := e.reconcile("flaky"); err != nil { // starts the cluster PUT that will fail
+		t.Fatal(err)
+	}
+	e.env.simTime.Advance(simDelay)
+	if _, err := e.reconcile("flaky"); err != nil { // sees the failure, pushes again
+		t.Fatal(err)
+	}
+	c := e.get("flaky")
+	if got := *c.Spec.AKSConfig.KubernetesVersion; got != "1.33" {
+		t.Fatalf("the failed change was undone in the config: kubernetesVersion %q", got)
+	}
+	if ev := e.events.find("OperationFailed"); len(ev) == 0 || !strings.Contains(ev[0], "kubernetesVersion") {
+		t.Fatalf("no OperationFailed event naming the field: %v", ev)
+	}
+	c = e.settle("flaky")
+	if got := *c.Status.AKSStatus.UpstreamSpec.KubernetesVersion; got != "1.33" {
+		t.Fatalf("after retry the cluster runs %q", got)
+	}
+}
+
+func testGKEFailedOperation(t *testing.T) {
 	t.Parallel()
 	e := newGKEEnv(t)
 	e.create(gkeCreated("flaky"))
