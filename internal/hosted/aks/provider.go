@@ -65,56 +65,40 @@ func (Provider) Matches(c *v1.Cluster) bool { return c.Spec.AKSConfig != nil }
 // Schema implements hosted.Provider.
 func (Provider) Schema() merge.Schema { return schema }
 
+var slots = hosted.Slots[v1.AKSClusterConfig]{
+	Config: func(c *v1.Cluster) **v1.AKSClusterConfig { return &c.Spec.AKSConfig },
+	Status: func(c *v1.Cluster, create bool) (**v1.AKSClusterConfig, **v1.AKSClusterConfig) {
+		if c.Status.AKSStatus == nil {
+			if !create {
+				return nil, nil
+			}
+			c.Status.AKSStatus = &v1.AKSStatus{}
+		}
+		return &c.Status.AKSStatus.UpstreamSpec, &c.Status.AKSStatus.AppliedSpec
+	},
+}
+
 // Config implements hosted.Provider.
-func (Provider) Config(c *v1.Cluster) (map[string]any, error) { return hosted.ToTree(c.Spec.AKSConfig) }
+func (Provider) Config(c *v1.Cluster) (map[string]any, error) { return slots.ConfigTree(c) }
 
 // Applied implements hosted.Provider.
-func (Provider) Applied(c *v1.Cluster) (map[string]any, error) {
-	if c.Status.AKSStatus == nil {
-		return nil, nil
-	}
-	return hosted.ToTree(c.Status.AKSStatus.AppliedSpec)
-}
+func (Provider) Applied(c *v1.Cluster) (map[string]any, error) { return slots.AppliedTree(c) }
 
 // Upstream implements hosted.Provider.
-func (Provider) Upstream(c *v1.Cluster) (map[string]any, error) {
-	if c.Status.AKSStatus == nil {
-		return nil, nil
-	}
-	return hosted.ToTree(c.Status.AKSStatus.UpstreamSpec)
-}
+func (Provider) Upstream(c *v1.Cluster) (map[string]any, error) { return slots.UpstreamTree(c) }
 
 // SetConfig implements hosted.Provider.
 func (Provider) SetConfig(c *v1.Cluster, config map[string]any) error {
-	cfg := &v1.AKSClusterConfig{}
-	if err := hosted.FromTree(config, cfg); err != nil {
-		return err
-	}
-	c.Spec.AKSConfig = cfg
-	return nil
+	return slots.SetConfigTree(c, config)
 }
 
 // SetStatus implements hosted.Provider.
 func (Provider) SetStatus(c *v1.Cluster, upstream, applied map[string]any, obs *hosted.Observation) error {
-	if c.Status.AKSStatus == nil {
-		c.Status.AKSStatus = &v1.AKSStatus{}
-	}
-	st := c.Status.AKSStatus
-	if upstream != nil {
-		u := &v1.AKSClusterConfig{}
-		if err := hosted.FromTree(upstream, u); err != nil {
-			return err
-		}
-		st.UpstreamSpec = u
-	}
-	if applied != nil {
-		a := &v1.AKSClusterConfig{}
-		if err := hosted.FromTree(applied, a); err != nil {
-			return err
-		}
-		st.AppliedSpec = a
+	if err := slots.SetStatusTrees(c, upstream, applied); err != nil {
+		return err
 	}
 	if obs != nil {
+		st := c.Status.AKSStatus
 		st.ProvisioningState, st.ID, st.FQDN = obs.Status, obs.Details["id"], obs.Details["fqdn"]
 	}
 	return nil

@@ -59,56 +59,40 @@ func (Provider) Matches(c *v1.Cluster) bool { return c.Spec.EKSConfig != nil }
 // Schema implements hosted.Provider.
 func (Provider) Schema() merge.Schema { return schema }
 
+var slots = hosted.Slots[v1.EKSClusterConfig]{
+	Config: func(c *v1.Cluster) **v1.EKSClusterConfig { return &c.Spec.EKSConfig },
+	Status: func(c *v1.Cluster, create bool) (**v1.EKSClusterConfig, **v1.EKSClusterConfig) {
+		if c.Status.EKSStatus == nil {
+			if !create {
+				return nil, nil
+			}
+			c.Status.EKSStatus = &v1.EKSStatus{}
+		}
+		return &c.Status.EKSStatus.UpstreamSpec, &c.Status.EKSStatus.AppliedSpec
+	},
+}
+
 // Config implements hosted.Provider.
-func (Provider) Config(c *v1.Cluster) (map[string]any, error) { return hosted.ToTree(c.Spec.EKSConfig) }
+func (Provider) Config(c *v1.Cluster) (map[string]any, error) { return slots.ConfigTree(c) }
 
 // Applied implements hosted.Provider.
-func (Provider) Applied(c *v1.Cluster) (map[string]any, error) {
-	if c.Status.EKSStatus == nil {
-		return nil, nil
-	}
-	return hosted.ToTree(c.Status.EKSStatus.AppliedSpec)
-}
+func (Provider) Applied(c *v1.Cluster) (map[string]any, error) { return slots.AppliedTree(c) }
 
 // Upstream implements hosted.Provider.
-func (Provider) Upstream(c *v1.Cluster) (map[string]any, error) {
-	if c.Status.EKSStatus == nil {
-		return nil, nil
-	}
-	return hosted.ToTree(c.Status.EKSStatus.UpstreamSpec)
-}
+func (Provider) Upstream(c *v1.Cluster) (map[string]any, error) { return slots.UpstreamTree(c) }
 
 // SetConfig implements hosted.Provider.
 func (Provider) SetConfig(c *v1.Cluster, config map[string]any) error {
-	cfg := &v1.EKSClusterConfig{}
-	if err := hosted.FromTree(config, cfg); err != nil {
-		return err
-	}
-	c.Spec.EKSConfig = cfg
-	return nil
+	return slots.SetConfigTree(c, config)
 }
 
 // SetStatus implements hosted.Provider.
 func (Provider) SetStatus(c *v1.Cluster, upstream, applied map[string]any, obs *hosted.Observation) error {
-	if c.Status.EKSStatus == nil {
-		c.Status.EKSStatus = &v1.EKSStatus{}
-	}
-	st := c.Status.EKSStatus
-	if upstream != nil {
-		u := &v1.EKSClusterConfig{}
-		if err := hosted.FromTree(upstream, u); err != nil {
-			return err
-		}
-		st.UpstreamSpec = u
-	}
-	if applied != nil {
-		a := &v1.EKSClusterConfig{}
-		if err := hosted.FromTree(applied, a); err != nil {
-			return err
-		}
-		st.AppliedSpec = a
+	if err := slots.SetStatusTrees(c, upstream, applied); err != nil {
+		return err
 	}
 	if obs != nil {
+		st := c.Status.EKSStatus
 		st.ARN, st.Endpoint, st.Status = obs.Details["arn"], obs.Details["endpoint"], obs.Status
 	}
 	return nil

@@ -74,56 +74,40 @@ func (Provider) Matches(c *v1.Cluster) bool { return c.Spec.GKEConfig != nil }
 // Schema implements hosted.Provider.
 func (Provider) Schema() merge.Schema { return schema }
 
+var slots = hosted.Slots[v1.GKEClusterConfig]{
+	Config: func(c *v1.Cluster) **v1.GKEClusterConfig { return &c.Spec.GKEConfig },
+	Status: func(c *v1.Cluster, create bool) (**v1.GKEClusterConfig, **v1.GKEClusterConfig) {
+		if c.Status.GKEStatus == nil {
+			if !create {
+				return nil, nil
+			}
+			c.Status.GKEStatus = &v1.GKEStatus{}
+		}
+		return &c.Status.GKEStatus.UpstreamSpec, &c.Status.GKEStatus.AppliedSpec
+	},
+}
+
 // Config implements hosted.Provider.
-func (Provider) Config(c *v1.Cluster) (map[string]any, error) { return hosted.ToTree(c.Spec.GKEConfig) }
+func (Provider) Config(c *v1.Cluster) (map[string]any, error) { return slots.ConfigTree(c) }
 
 // Applied implements hosted.Provider.
-func (Provider) Applied(c *v1.Cluster) (map[string]any, error) {
-	if c.Status.GKEStatus == nil {
-		return nil, nil
-	}
-	return hosted.ToTree(c.Status.GKEStatus.AppliedSpec)
-}
+func (Provider) Applied(c *v1.Cluster) (map[string]any, error) { return slots.AppliedTree(c) }
 
 // Upstream implements hosted.Provider.
-func (Provider) Upstream(c *v1.Cluster) (map[string]any, error) {
-	if c.Status.GKEStatus == nil {
-		return nil, nil
-	}
-	return hosted.ToTree(c.Status.GKEStatus.UpstreamSpec)
-}
+func (Provider) Upstream(c *v1.Cluster) (map[string]any, error) { return slots.UpstreamTree(c) }
 
 // SetConfig implements hosted.Provider.
 func (Provider) SetConfig(c *v1.Cluster, config map[string]any) error {
-	cfg := &v1.GKEClusterConfig{}
-	if err := hosted.FromTree(config, cfg); err != nil {
-		return err
-	}
-	c.Spec.GKEConfig = cfg
-	return nil
+	return slots.SetConfigTree(c, config)
 }
 
 // SetStatus implements hosted.Provider.
 func (Provider) SetStatus(c *v1.Cluster, upstream, applied map[string]any, obs *hosted.Observation) error {
-	if c.Status.GKEStatus == nil {
-		c.Status.GKEStatus = &v1.GKEStatus{}
-	}
-	st := c.Status.GKEStatus
-	if upstream != nil {
-		u := &v1.GKEClusterConfig{}
-		if err := hosted.FromTree(upstream, u); err != nil {
-			return err
-		}
-		st.UpstreamSpec = u
-	}
-	if applied != nil {
-		a := &v1.GKEClusterConfig{}
-		if err := hosted.FromTree(applied, a); err != nil {
-			return err
-		}
-		st.AppliedSpec = a
+	if err := slots.SetStatusTrees(c, upstream, applied); err != nil {
+		return err
 	}
 	if obs != nil {
+		st := c.Status.GKEStatus
 		st.Status, st.Endpoint, st.Version = obs.Status, obs.Details["endpoint"], obs.Details["version"]
 	}
 	return nil
