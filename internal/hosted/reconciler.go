@@ -396,6 +396,11 @@ func (ps *pass) recordBase(applied, config map[string]any, push, done []merge.Ch
 
 func (ps *pass) reportConflicts(result merge.Result) {
 	if len(result.Conflicts) == 0 {
+		// A conflict stays reported until the config changes again, so it is seen after the
+		// passes that follow (which no longer conflict: drover's value was applied).
+		if prev := meta.FindStatusCondition(ps.status.Conditions, CondConflict); prev != nil && prev.Status == metav1.ConditionTrue && prev.ObservedGeneration == ps.c.Generation {
+			return
+		}
 		ps.setCondition(CondConflict, metav1.ConditionFalse, "NoConflict", "No field was changed on both sides since the last sync.")
 		return
 	}

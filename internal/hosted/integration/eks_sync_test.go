@@ -75,6 +75,14 @@ func TestConflictDroverWinsAndSaysSo(t *testing.T) {
 	if cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "eksConfig.tags[team]") || !strings.Contains(cond.Message, `"console"`) || !strings.Contains(cond.Message, `"drover"`) {
 		t.Fatalf("Conflict condition does not name the field and both values: %+v", cond)
 	}
+	// It stays reported after later refreshes, until the config changes again.
+	if c = e.refresh("both"); !condIs(c, hosted.CondConflict, metav1.ConditionTrue) {
+		t.Fatalf("Conflict cleared by a refresh: %+v", cond)
+	}
+	e.edit("both", func(c *v1.EKSClusterConfig) { c.Tags["env"] = "prod" })
+	if c = e.settle("both"); !condIs(c, hosted.CondConflict, metav1.ConditionFalse) {
+		t.Fatalf("Conflict still reported after a non-conflicting edit: %+v", cond)
+	}
 }
 
 func TestImportManagesNothingUntilEdited(t *testing.T) {
