@@ -57,6 +57,8 @@ type Options struct {
 	RetryMin, RetryMax time.Duration
 	// RequestTokenTTL is the lifetime asked for when renewing the request token (default 24h).
 	RequestTokenTTL time.Duration
+	// DriftInterval is how often applied resources are checked for drift (default 30s).
+	DriftInterval time.Duration
 }
 
 // Run runs the agent until ctx ends.
@@ -164,7 +166,8 @@ func (a *agent) work(ctx context.Context, cred *register.Credential) error {
 	if err != nil {
 		return fmt.Errorf("agent manager: %w", err)
 	}
-	if err := (&deployer.Reconciler{Upstream: mgr.GetClient(), Downstream: a.down}).SetupWithManager(mgr); err != nil {
+	if err := (&deployer.Reconciler{Upstream: mgr.GetClient(), ContentReader: mgr.GetAPIReader(), Downstream: a.down,
+		RecordNamespace: a.o.Namespace, DeploymentNamespace: cred.DeploymentNamespace, DriftInterval: a.o.DriftInterval}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	errs := make(chan error, 3)

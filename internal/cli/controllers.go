@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/hosted/aks"
 	"github.com/droverhq/drover/internal/hosted/eks"
@@ -80,5 +81,6 @@ func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
 			}
 			return registration.Controllers(opts)(mgr)
 		},
+		bundle.Controllers(bundle.Options{ManageAgents: true}),
 	}
 }

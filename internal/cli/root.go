@@ -24,6 +24,7 @@ func NewRootCommand() *cobra.Command {
 	}
 	root.AddCommand(newServerCommand(), newVersionCommand(), newClusterCommand(), newCloudsimCommand())
 	root.AddCommand(newAgentCommand(), newMigrateCommand())
+	root.AddCommand(newBundleCommand())
 	return root
 }
 

@@ -14,6 +14,23 @@ type BundleDeploymentOptions struct {
 	// ForceConflicts takes over fields another field manager owns downstream.
 	// +optional
 	ForceConflicts bool `json:"forceConflicts,omitempty"`
+	// CorrectDrift makes the agent re-apply (with force) resources changed downstream; without
+	// it drift is only reported (resource state Modified).
+	// +optional
+	CorrectDrift bool `json:"correctDrift,omitempty"`
+	// KeepResources leaves the applied resources downstream when the BundleDeployment is deleted.
+	// +optional
+	KeepResources bool `json:"keepResources,omitempty"`
+}
+
+// ContentReference names the BundleContent holding a BundleDeployment's manifests.
+type ContentReference struct {
+	// Namespace of the BundleContent (the workspace namespace of the cluster).
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// Name of the BundleContent ("s-" + hex sha256 of its manifests).
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // BundleDeploymentSpec is the work for one cluster.
@@ -31,6 +48,10 @@ type BundleDeploymentSpec struct {
 	// +listType=atomic
 	// +optional
 	Manifests []runtime.RawExtension `json:"manifests,omitempty"`
+	// Content names a BundleContent whose manifests are applied after Manifests. Bundles use it
+	// so that their content is stored once, not once per cluster.
+	// +optional
+	Content *ContentReference `json:"content,omitempty"`
 }
 
 // ResourceState is the downstream state of one manifest.
@@ -40,7 +61,8 @@ type ResourceState struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	// State is Applied or Failed.
+	// State is Applied, Failed, Modified (changed downstream; Message names the fields) or
+	// Missing (deleted downstream).
 	State string `json:"state"`
 	// +optional
 	Message string `json:"message,omitempty"`

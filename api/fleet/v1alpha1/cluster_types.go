@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -32,6 +33,24 @@ type ClusterSpec struct {
 	// RedeployAgentGeneration forces the importer to redeploy the agent when it changes.
 	// +optional
 	RedeployAgentGeneration int64 `json:"redeployAgentGeneration,omitempty"`
+
+	// AgentEnv is added to the agent container's environment. Changing it, AgentImage,
+	// AgentTolerations or AgentResources rolls the agent out through its drover-agent-<cluster>
+	// Bundle.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	AgentEnv []corev1.EnvVar `json:"agentEnv,omitempty"`
+
+	// AgentTolerations are the agent pod's tolerations.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	AgentTolerations []corev1.Toleration `json:"agentTolerations,omitempty"`
+
+	// AgentResources are the agent container's resource requests and limits.
+	// +optional
+	AgentResources *corev1.ResourceRequirements `json:"agentResources,omitempty"`
 }
 
 // AgentStatus is what the agent reports.

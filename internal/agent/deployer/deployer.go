@@ -1,21 +1,37 @@
 // Package deployer applies the BundleDeployments of the agent's cluster namespace to its own
-// cluster with server-side apply, prunes what a new deployment ID dropped, and reports status.
+// cluster with server-side apply, prunes what a new deployment ID dropped, reports status, and
+// watches for drift.
+//
+// For every BundleDeployment it applied, the agent keeps a record downstream (a ConfigMap in its
+// own namespace listing the applied resources). The record is the inventory for pruning: when a
+// new deployment ID drops a resource, and when the BundleDeployment itself disappears (the
+// cluster stopped being targeted), the agent deletes what the record lists.
 package deployer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 )
@@ -23,18 +39,62 @@ import (
 // FieldManager is the agent's server-side apply field manager downstream.
 const FieldManager = "drover-agent"
 
+// Resource states.
+const (
+	StateApplied  = "Applied"
+	StateFailed   = "Failed"
+	StateModified = "Modified"
+	StateMissing  = "Missing"
+)
+
+// Record labels and keys.
+const (
+	// RecordLabel marks the agent's downstream records of applied BundleDeployments.
+	RecordLabel         = fleetv1alpha1.LabelPrefix + "bundle-deployment-record"
+	recordKeyBD         = "bundleDeployment"
+	recordKeyResources  = "resources"
+	recordKeyKeep       = "keepResources"
+	defaultDriftPeriod  = 30 * time.Second
+	contentCacheEntries = 64
+)
+
 // Reconciler applies BundleDeployments.
 type Reconciler struct {
 	// Upstream reads BundleDeployments and writes their status (request identity).
 	Upstream client.Client
+	// ContentReader reads BundleContents (uncached: the request identity may get exactly the
+	// contents it is pointed at, it cannot list or watch them). Default Upstream.
+	ContentReader client.Reader
 	// Downstream applies the manifests to the agent's cluster.
 	Downstream client.Client
+	// RecordNamespace is the downstream namespace of the records (the agent namespace). Empty:
+	// no records; pruning then relies on the BundleDeployment status only.
+	RecordNamespace string
+	// DeploymentNamespace is the agent's cluster namespace upstream: at start, records of
+	// BundleDeployments of this namespace that no longer exist are pruned.
+	DeploymentNamespace string
+	// DriftInterval is how often applied resources are compared with the manifests (default 30s).
+	DriftInterval time.Duration
+
+	mu      sync.Mutex
+	content map[string][]runtime.RawExtension
 }
 
 // SetupWithManager registers the controller on the agent's upstream manager.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Upstream == nil || r.Downstream == nil {
 		return errors.New("deployer: Upstream and Downstream are required")
+	}
+	if r.ContentReader == nil {
+		r.ContentReader = r.Upstream
+	}
+	if r.DriftInterval == 0 {
+		r.DriftInterval = defaultDriftPeriod
+	}
+	if r.RecordNamespace != "" && r.DeploymentNamespace != "" {
+		if err := mgr.Add(manager.RunnableFunc(r.sweep)); err != nil {
+			return err
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("bundledeployment").
@@ -46,52 +106,74 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 type key struct{ apiVersion, kind, namespace, name string }
 
-// Reconcile applies one BundleDeployment if its deployment ID is not applied yet.
+func keyOf(s fleetv1alpha1.ResourceState) key { return key{s.APIVersion, s.Kind, s.Namespace, s.Name} }
+
+// Reconcile applies one BundleDeployment if its deployment ID is not applied yet, and otherwise
+// checks its resources for drift.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	bd := &fleetv1alpha1.BundleDeployment{}
 	if err := r.Upstream.Get(ctx, req.NamespacedName, bd); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.forget(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
 	}
-	if bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID && meta.IsStatusConditionTrue(bd.Status.Conditions, fleetv1alpha1.ConditionApplied) {
+	if !bd.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("deploymentID", bd.Spec.DeploymentID)
-	log.Info("Applying BundleDeployment")
 	before := bd.DeepCopy()
+	objs, err := r.objects(ctx, bd)
+	if err != nil {
+		bd.Status.Ready = false
+		setCond(bd, fleetv1alpha1.ConditionApplied, false, fleetv1alpha1.ReasonApplyFailed, err.Error())
+		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonApplyFailed, "Manifests not readable")
+		if perr := r.patchStatus(ctx, bd, before); perr != nil {
+			return ctrl.Result{}, perr
+		}
+		// Usually the content's read permission is not in place yet: it follows shortly.
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	if bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID && meta.IsStatusConditionTrue(bd.Status.Conditions, fleetv1alpha1.ConditionApplied) {
+		return r.checkDrift(ctx, bd, before, objs)
+	}
+	log.Info("Applying BundleDeployment")
 
 	var states []fleetv1alpha1.ResourceState
 	want := map[key]bool{}
 	var failed error
-	for i, raw := range bd.Spec.Manifests {
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(raw.Raw); err != nil {
-			failed = errors.Join(failed, fmt.Errorf("manifest %d: %w", i, err))
-			continue
-		}
-		st, err := r.apply(ctx, bd, u)
+	for _, u := range objs {
+		st, err := r.apply(ctx, bd, u, bd.Spec.Options.ForceConflicts || bd.Spec.Options.CorrectDrift, false)
 		if err != nil {
 			failed = errors.Join(failed, err)
 		}
 		states = append(states, st)
-		want[key{st.APIVersion, st.Kind, st.Namespace, st.Name}] = true
+		want[keyOf(st)] = true
 	}
 	// Prune what the previously applied deployment had and this one dropped. The inventory is
-	// the status the agent wrote, so only objects the agent applied are ever deleted.
+	// the downstream record (or, without one, the status the agent wrote), so only objects the
+	// agent applied are ever deleted.
 	if failed == nil && bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
-		for _, old := range bd.Status.Resources {
-			if want[key{old.APIVersion, old.Kind, old.Namespace, old.Name}] || old.State != "Applied" {
-				continue
-			}
-			u := &unstructured.Unstructured{}
-			u.SetAPIVersion(old.APIVersion)
-			u.SetKind(old.Kind)
-			u.SetNamespace(old.Namespace)
-			u.SetName(old.Name)
-			log.Info("Pruning resource dropped by the new deployment", "kind", old.Kind, "namespace", old.Namespace, "name", old.Name)
-			if err := r.Downstream.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) {
-				failed = errors.Join(failed, fmt.Errorf("prune %s %s/%s: %w", old.Kind, old.Namespace, old.Name, err))
+		old, _, err := r.readRecord(ctx, client.ObjectKeyFromObject(bd))
+		if err != nil {
+			failed = err
+		} else if old == nil {
+			for _, s := range bd.Status.Resources {
+				if s.State != StateFailed {
+					old = append(old, s)
+				}
 			}
 		}
+		for _, o := range old {
+			if want[keyOf(o)] {
+				continue
+			}
+			log.Info("Pruning resource dropped by the new deployment", "kind", o.Kind, "namespace", o.Namespace, "name", o.Name)
+			failed = errors.Join(failed, r.deleteResource(ctx, o))
+		}
+	}
+	if failed == nil {
+		failed = r.writeRecord(ctx, bd, states)
 	}
 
 	bd.Status.Resources = states
@@ -99,29 +181,79 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		bd.Status.Ready = false
 		setCond(bd, fleetv1alpha1.ConditionApplied, false, fleetv1alpha1.ReasonApplyFailed, failed.Error())
 		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonApplyFailed, "Not every resource was applied")
-		if err := r.Upstream.Status().Patch(ctx, bd, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("patch status: %w", err)
+		if err := r.patchStatus(ctx, bd, before); err != nil {
+			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
 	setCond(bd, fleetv1alpha1.ConditionApplied, true, fleetv1alpha1.ReasonSucceeded, fmt.Sprintf("Applied %d resources", len(states)))
 	setCond(bd, fleetv1alpha1.ConditionReady, true, fleetv1alpha1.ReasonSucceeded, "All resources exist")
-	if err := r.Upstream.Status().Patch(ctx, bd, client.MergeFrom(before)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("patch status: %w", err)
+	if err := r.patchStatus(ctx, bd, before); err != nil {
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: r.DriftInterval}, nil
 }
 
-func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployment, u *unstructured.Unstructured) (fleetv1alpha1.ResourceState, error) {
-	st := fleetv1alpha1.ResourceState{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), State: "Applied"}
-	fail := func(err error) (fleetv1alpha1.ResourceState, error) {
-		st.State, st.Message = "Failed", err.Error()
-		return st, fmt.Errorf("%s %s/%s: %w", st.Kind, st.Namespace, st.Name, err)
+func (r *Reconciler) patchStatus(ctx context.Context, bd, before *fleetv1alpha1.BundleDeployment) error {
+	if err := r.Upstream.Status().Patch(ctx, bd, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("patch status: %w", err)
 	}
+	return nil
+}
+
+// objects decodes the inline manifests and the referenced content, prepared for applying.
+func (r *Reconciler) objects(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) ([]*unstructured.Unstructured, error) {
+	raws := bd.Spec.Manifests
+	if ref := bd.Spec.Content; ref != nil {
+		c, err := r.readContent(ctx, *ref)
+		if err != nil {
+			return nil, err
+		}
+		raws = append(append([]runtime.RawExtension{}, raws...), c...)
+	}
+	out := make([]*unstructured.Unstructured, 0, len(raws))
+	for i, raw := range raws {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw.Raw); err != nil {
+			return nil, fmt.Errorf("manifest %d: %w", i, err)
+		}
+		if err := r.prepare(bd, u); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// readContent gets a BundleContent. Contents are immutable (named by their hash), so they are
+// kept in memory.
+func (r *Reconciler) readContent(ctx context.Context, ref fleetv1alpha1.ContentReference) ([]runtime.RawExtension, error) {
+	id := ref.Namespace + "/" + ref.Name
+	r.mu.Lock()
+	c, ok := r.content[id]
+	r.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	bc := &fleetv1alpha1.BundleContent{}
+	if err := r.ContentReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, bc); err != nil {
+		return nil, fmt.Errorf("read content %s: %w", id, err)
+	}
+	r.mu.Lock()
+	if r.content == nil || len(r.content) >= contentCacheEntries {
+		r.content = map[string][]runtime.RawExtension{}
+	}
+	r.content[id] = bc.Manifests
+	r.mu.Unlock()
+	return bc.Manifests, nil
+}
+
+// prepare sets the default namespace and the agent's annotations.
+func (r *Reconciler) prepare(bd *fleetv1alpha1.BundleDeployment, u *unstructured.Unstructured) error {
 	namespaced, err := r.Downstream.IsObjectNamespaced(u)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	if namespaced && u.GetNamespace() == "" {
 		ns := bd.Spec.Options.DefaultNamespace
@@ -130,7 +262,6 @@ func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployme
 		}
 		u.SetNamespace(ns)
 	}
-	st.Namespace = u.GetNamespace()
 	ann := u.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
@@ -138,14 +269,285 @@ func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployme
 	ann["fleet.drover.io/bundle-deployment"] = bd.Namespace + "/" + bd.Name
 	ann["fleet.drover.io/deployment-id"] = bd.Spec.DeploymentID
 	u.SetAnnotations(ann)
+	return nil
+}
+
+func stateOf(u *unstructured.Unstructured) fleetv1alpha1.ResourceState {
+	return fleetv1alpha1.ResourceState{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), State: StateApplied}
+}
+
+// apply server-side applies a copy of u; dryRun returns the object the apply would produce.
+func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployment, u *unstructured.Unstructured, force, dryRun bool) (fleetv1alpha1.ResourceState, error) {
+	st := stateOf(u)
+	obj := u.DeepCopy()
 	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
-	if bd.Spec.Options.ForceConflicts {
+	if force {
 		opts = append(opts, client.ForceOwnership)
 	}
-	if err := r.Downstream.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
-		return fail(err)
+	if dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	if err := r.Downstream.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), opts...); err != nil {
+		st.State, st.Message = StateFailed, err.Error()
+		return st, fmt.Errorf("%s %s/%s: %w", st.Kind, st.Namespace, st.Name, err)
+	}
+	if dryRun {
+		u.Object = obj.Object
 	}
 	return st, nil
+}
+
+// checkDrift compares every applied resource with what applying its manifest would make of it:
+// a server-side dry-run apply (forced, so fields another manager took over come back) of the
+// manifest, compared field by field with the live object. Differences are drift; with
+// correctDrift the manifest is applied again, with force.
+func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.BundleDeployment, objs []*unstructured.Unstructured) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	var states []fleetv1alpha1.ResourceState
+	modified, missing := 0, 0
+	var failed error
+	for _, u := range objs {
+		st := stateOf(u)
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(u.GroupVersionKind())
+		err := r.Downstream.Get(ctx, client.ObjectKeyFromObject(u), live)
+		var fields []string
+		switch {
+		case apierrors.IsNotFound(err):
+			st.State, st.Message = StateMissing, "deleted downstream"
+		case err != nil:
+			failed = errors.Join(failed, err)
+			st.State, st.Message = StateFailed, err.Error()
+		default:
+			desired := u.DeepCopy()
+			if _, err := r.apply(ctx, bd, desired, true, true); err != nil {
+				failed = errors.Join(failed, err)
+				st.State, st.Message = StateFailed, err.Error()
+				break
+			}
+			fields = Diff(desired.Object, live.Object)
+			if len(fields) > 0 {
+				st.State, st.Message = StateModified, strings.Join(fields, "; ")
+			}
+		}
+		if (st.State == StateModified || st.State == StateMissing) && bd.Spec.Options.CorrectDrift {
+			log.Info("Correcting drift", "kind", st.Kind, "namespace", st.Namespace, "name", st.Name, "drift", st.Message)
+			if _, err := r.apply(ctx, bd, u, true, false); err != nil {
+				failed = errors.Join(failed, err)
+			} else {
+				st = stateOf(u)
+			}
+		}
+		switch st.State {
+		case StateModified:
+			modified++
+		case StateMissing:
+			missing++
+		}
+		states = append(states, st)
+	}
+	bd.Status.Resources = states
+	bd.Status.NonModified = modified == 0 && missing == 0
+	bd.Status.Ready = missing == 0 && failed == nil
+	if bd.Status.Ready {
+		setCond(bd, fleetv1alpha1.ConditionReady, true, fleetv1alpha1.ReasonSucceeded, "All resources exist")
+	} else {
+		msg := fmt.Sprintf("%d resources deleted downstream", missing)
+		if failed != nil {
+			msg = failed.Error()
+		}
+		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonApplyFailed, msg)
+	}
+	if !equalStatus(before, bd) {
+		if err := r.patchStatus(ctx, bd, before); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: r.DriftInterval}, nil
+}
+
+func equalStatus(a, b *fleetv1alpha1.BundleDeployment) bool {
+	ja, _ := json.Marshal(a.Status)
+	jb, _ := json.Marshal(b.Status)
+	return string(ja) == string(jb)
+}
+
+// ignored are the fields that differ between a dry-run result and the live object without any
+// change to the object's content.
+var ignored = map[string]bool{
+	"metadata.managedFields": true, "metadata.resourceVersion": true, "metadata.generation": true,
+	"metadata.creationTimestamp": true, "metadata.uid": true, "status": true,
+}
+
+// Diff lists the paths at which desired and live differ, with both values, sorted.
+func Diff(desired, live map[string]any) []string {
+	var out []string
+	diffValue("", desired, live, &out)
+	sort.Strings(out)
+	return out
+}
+
+func diffValue(path string, d, l any, out *[]string) {
+	if ignored[path] {
+		return
+	}
+	switch dv := d.(type) {
+	case map[string]any:
+		lv, ok := l.(map[string]any)
+		if !ok {
+			break
+		}
+		keys := map[string]bool{}
+		for k := range dv {
+			keys[k] = true
+		}
+		for k := range lv {
+			keys[k] = true
+		}
+		for k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			diffValue(p, dv[k], lv[k], out)
+		}
+		return
+	case []any:
+		lv, ok := l.([]any)
+		if !ok || len(lv) != len(dv) {
+			break
+		}
+		for i := range dv {
+			diffValue(fmt.Sprintf("%s[%d]", path, i), dv[i], lv[i], out)
+		}
+		return
+	}
+	if fmt.Sprint(d) != fmt.Sprint(l) || (d == nil) != (l == nil) {
+		*out = append(*out, fmt.Sprintf("%s: want %s, have %s", path, short(d), short(l)))
+	}
+}
+
+func short(v any) string {
+	if v == nil {
+		return "<none>"
+	}
+	b, _ := json.Marshal(v)
+	s := string(b)
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+func (r *Reconciler) deleteResource(ctx context.Context, s fleetv1alpha1.ResourceState) error {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(s.APIVersion)
+	u.SetKind(s.Kind)
+	u.SetNamespace(s.Namespace)
+	u.SetName(s.Name)
+	if err := r.Downstream.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+		return fmt.Errorf("prune %s %s/%s: %w", s.Kind, s.Namespace, s.Name, err)
+	}
+	return nil
+}
+
+// RecordName is the name of the downstream record of a BundleDeployment.
+func RecordName(bd types.NamespacedName) string {
+	return "drover-bd-" + hash(bd.String())
+}
+
+func (r *Reconciler) readRecord(ctx context.Context, bd types.NamespacedName) ([]fleetv1alpha1.ResourceState, *corev1.ConfigMap, error) {
+	if r.RecordNamespace == "" {
+		return nil, nil, nil
+	}
+	cm := &corev1.ConfigMap{}
+	if err := r.Downstream.Get(ctx, client.ObjectKey{Namespace: r.RecordNamespace, Name: RecordName(bd)}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("read record: %w", err)
+	}
+	var res []fleetv1alpha1.ResourceState
+	if err := json.Unmarshal([]byte(cm.Data[recordKeyResources]), &res); err != nil {
+		return nil, nil, fmt.Errorf("decode record %s: %w", cm.Name, err)
+	}
+	return res, cm, nil
+}
+
+func (r *Reconciler) writeRecord(ctx context.Context, bd *fleetv1alpha1.BundleDeployment, states []fleetv1alpha1.ResourceState) error {
+	if r.RecordNamespace == "" {
+		return nil
+	}
+	res := make([]fleetv1alpha1.ResourceState, 0, len(states))
+	for _, s := range states {
+		res = append(res, fleetv1alpha1.ResourceState{APIVersion: s.APIVersion, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name, State: StateApplied})
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	cm := &unstructured.Unstructured{}
+	cm.SetAPIVersion("v1")
+	cm.SetKind("ConfigMap")
+	cm.SetNamespace(r.RecordNamespace)
+	cm.SetName(RecordName(client.ObjectKeyFromObject(bd)))
+	cm.SetLabels(map[string]string{RecordLabel: "true"})
+	_ = unstructured.SetNestedStringMap(cm.Object, map[string]string{
+		recordKeyBD: bd.Namespace + "/" + bd.Name, recordKeyResources: string(b),
+		recordKeyKeep: fmt.Sprint(bd.Spec.Options.KeepResources),
+	}, "data")
+	if err := r.Downstream.Apply(ctx, client.ApplyConfigurationFromUnstructured(cm), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("write record: %w", err)
+	}
+	return nil
+}
+
+// forget prunes what a deleted BundleDeployment applied (unless it asked to keep its
+// resources), then deletes its record.
+func (r *Reconciler) forget(ctx context.Context, bd types.NamespacedName) error {
+	res, cm, err := r.readRecord(ctx, bd)
+	if err != nil || cm == nil {
+		return err
+	}
+	if cm.Data[recordKeyKeep] != "true" {
+		ctrl.LoggerFrom(ctx).Info("BundleDeployment deleted: pruning what it applied", "resources", len(res))
+		var failed error
+		for _, s := range res {
+			failed = errors.Join(failed, r.deleteResource(ctx, s))
+		}
+		if failed != nil {
+			return failed
+		}
+	}
+	if err := r.Downstream.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete record: %w", err)
+	}
+	return nil
+}
+
+// sweep forgets, once at start, the BundleDeployments of the agent's cluster namespace that
+// were deleted while the agent was not running.
+func (r *Reconciler) sweep(ctx context.Context) error {
+	var list corev1.ConfigMapList
+	if err := r.Downstream.List(ctx, &list, client.InNamespace(r.RecordNamespace), client.MatchingLabels{RecordLabel: "true"}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing BundleDeployment records")
+		return nil
+	}
+	for _, cm := range list.Items {
+		ns, name, ok := strings.Cut(cm.Data[recordKeyBD], "/")
+		if !ok || ns != r.DeploymentNamespace {
+			continue // another registration's: left alone
+		}
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		err := r.Upstream.Get(ctx, key, &fleetv1alpha1.BundleDeployment{})
+		if apierrors.IsNotFound(err) {
+			err = r.forget(ctx, key)
+		}
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Sweeping BundleDeployment record", "bundleDeployment", key)
+		}
+	}
+	return nil
 }
 
 func setCond(bd *fleetv1alpha1.BundleDeployment, typ string, ok bool, reason, msg string) {
@@ -154,4 +556,9 @@ func setCond(bd *fleetv1alpha1.BundleDeployment, typ string, ok bool, reason, ms
 		s = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: bd.Generation})
+}
+
+func hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:16]
 }

@@ -43,6 +43,23 @@ type Options struct {
 	Bootstrap map[string][]byte
 	// ConfigHash is put on the pod template so a changed bootstrap rolls the agent.
 	ConfigHash string
+	// Env is added to the agent container's environment after POD_NAME.
+	Env []corev1.EnvVar
+	// Tolerations of the agent pod.
+	Tolerations []corev1.Toleration
+	// Resources of the agent container.
+	Resources *corev1.ResourceRequirements
+}
+
+// ForCluster are the settings of c's agent that the Cluster spec carries. The importer and the
+// agent-management Bundle both build the agent from them, so they agree byte for byte.
+func ForCluster(c *fleetv1alpha1.Cluster) Options {
+	o := Options{Namespace: c.Spec.AgentNamespace, Image: c.Spec.AgentImage, ClientID: c.Spec.ClientID,
+		Env: c.Spec.AgentEnv, Tolerations: c.Spec.AgentTolerations}
+	if c.Spec.AgentResources != nil {
+		o.Resources = c.Spec.AgentResources.DeepCopy()
+	}
+	return o
 }
 
 // Objects returns the agent installation's objects in apply order.
@@ -88,9 +105,11 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 					Annotations: map[string]string{"fleet.drover.io/config-hash": o.ConfigHash}},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: Name,
+					Tolerations:        o.Tolerations,
 					Containers: []corev1.Container{{
 						Name: "agent", Image: o.Image, Args: []string{"agent", "--namespace", o.Namespace},
-						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+						Env:       append([]corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}, o.Env...),
+						Resources: resources(o.Resources),
 						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true),
 							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 					}},
@@ -109,6 +128,13 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+func resources(r *corev1.ResourceRequirements) corev1.ResourceRequirements {
+	if r == nil {
+		return corev1.ResourceRequirements{}
+	}
+	return *r
 }
 
 func tm(apiVersion, kind string) metav1.TypeMeta {

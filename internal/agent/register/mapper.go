@@ -12,7 +12,7 @@ import (
 // registering at once) discovery documents were a large share of the API server's work.
 var RESTMapper meta.RESTMapper = func() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
-	for _, kind := range []string{"Cluster", "ClusterRegistration", "BundleDeployment"} {
+	for _, kind := range []string{"Cluster", "ClusterRegistration", "BundleDeployment", "BundleContent"} {
 		m.Add(fleetv1alpha1.GroupVersion.WithKind(kind), meta.RESTScopeNamespace)
 	}
 	for _, kind := range []string{"Secret", "ConfigMap", "ServiceAccount"} {

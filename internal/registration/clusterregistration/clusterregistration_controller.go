@@ -355,6 +355,9 @@ func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistr
 		kube.Role(c.Namespace, statusRole, labels,
 			rbacv1.PolicyRule{APIGroups: []string{fleet}, Resources: []string{"clusters/status"}, ResourceNames: []string{c.Name}, Verbs: []string{"patch"}}),
 		kube.RoleBinding(c.Namespace, statusRole, labels, statusRole, ns, sa),
+		// Bound now, filled by the bundle controller with the names of the BundleContents this
+		// cluster's BundleDeployments reference (until then the Role has no rules, or no Role).
+		kube.RoleBinding(c.Namespace, names.ClusterContentRole(c.Name), labels, names.ClusterContentRole(c.Name), ns, sa),
 	); err != nil {
 		return err
 	}

@@ -301,10 +301,11 @@ func (r *Reconciler) deploy(ctx context.Context, c *fleetv1alpha1.Cluster, cfg *
 		return &failure{reason: fleetv1alpha1.ReasonKubeconfigInvalid, msg: fmt.Sprintf("Kubeconfig cannot be used: %v", err)}
 	}
 	ns := agentNamespace(c)
-	objs, err := manifests.Objects(manifests.Options{
-		Namespace: ns, Image: c.Spec.AgentImage, ClientID: c.Spec.ClientID, Bootstrap: values,
-		ConfigHash: config.CAHash(append(append([]byte(c.Status.APIServerURL), values[fleetv1alpha1.KeyAPIServerCA]...), fmt.Sprint(c.Spec.RedeployAgentGeneration)...)),
-	})
+	// The agent's settings come from the Cluster exactly as for its drover-agent-<cluster> Bundle.
+	mo := manifests.ForCluster(c)
+	mo.Namespace, mo.Bootstrap = ns, values
+	mo.ConfigHash = config.CAHash(append(append([]byte(c.Status.APIServerURL), values[fleetv1alpha1.KeyAPIServerCA]...), fmt.Sprint(c.Spec.RedeployAgentGeneration)...))
+	objs, err := manifests.Objects(mo)
 	if err != nil {
 		return err
 	}

@@ -54,5 +54,12 @@ func ImportTokenName(cluster string) string { return SafeConcat("import", cluste
 // request identity patch its own Cluster's status.
 func ClusterStatusRole(cluster string) string { return SafeConcat("drover-cluster", cluster, "status") }
 
+// ClusterContentRole is the per-cluster Role in the workspace namespace letting the current
+// request identity get exactly the BundleContents its BundleDeployments reference. Registration
+// binds it; the bundle controller keeps its rule's resourceNames up to date.
+func ClusterContentRole(cluster string) string {
+	return SafeConcat("drover-cluster", cluster, "content")
+}
+
 // AgentRole is the Role (and RoleBinding) in a cluster namespace for the request identity.
 const AgentRole = "drover-agent"

@@ -1,0 +1,182 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// BundleTarget selects Clusters of the Bundle's namespace. A target with both fields set
+// matches a Cluster that satisfies both; an empty target matches nothing.
+type BundleTarget struct {
+	// ClusterName selects the Cluster of that name.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+	// ClusterSelector selects Clusters by label.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+}
+
+// BundleRollout limits how a new version of the Bundle reaches clusters that already have it.
+type BundleRollout struct {
+	// Paused stops updating existing BundleDeployments; newly matching clusters still get the
+	// current version, and clusters that stop matching still lose theirs.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// MaxUnavailable is how many clusters (a number or a percentage of the targeted clusters)
+	// may be updating or not ready at once while a new version rolls out. Default: all.
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// BundleSpec is a set of manifests and the clusters they go to.
+type BundleSpec struct {
+	// Resources are the Kubernetes objects to deploy. They are stored once, in a BundleContent
+	// named after their sha256, which every BundleDeployment of the Bundle references.
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=atomic
+	// +optional
+	Resources []runtime.RawExtension `json:"resources,omitempty"`
+	// DefaultNamespace is used for namespaced resources without a namespace (default "default").
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	DefaultNamespace string `json:"defaultNamespace,omitempty"`
+	// Targets select the clusters: a Cluster matching any target is targeted.
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	// +optional
+	Targets []BundleTarget `json:"targets,omitempty"`
+	// Exclude removes Clusters matching any of these from the targeted set.
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	// +optional
+	Exclude []BundleTarget `json:"exclude,omitempty"`
+	// ForceConflicts takes over fields another field manager owns downstream.
+	// +optional
+	ForceConflicts bool `json:"forceConflicts,omitempty"`
+	// CorrectDrift makes agents re-apply resources changed downstream.
+	// +optional
+	CorrectDrift bool `json:"correctDrift,omitempty"`
+	// KeepResources leaves applied resources downstream when a cluster stops being targeted.
+	// +optional
+	KeepResources bool `json:"keepResources,omitempty"`
+	// Rollout limits how updates reach clusters.
+	// +optional
+	Rollout BundleRollout `json:"rollout,omitempty"`
+}
+
+// NonReadyCluster is one cluster whose BundleDeployment is not ready.
+type NonReadyCluster struct {
+	Name string `json:"name"`
+	// State is Pending, ErrApplied, Modified or NotReady.
+	State string `json:"state"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// BundleSummary counts the Bundle's BundleDeployments by state.
+type BundleSummary struct {
+	// DesiredReady is the number of targeted clusters.
+	// +optional
+	DesiredReady int `json:"desiredReady,omitempty"`
+	// +optional
+	// Ready BundleDeployments applied the current version and are ready and unmodified.
+	Ready int `json:"ready,omitempty"`
+	// Pending BundleDeployments have not applied their current deployment ID yet.
+	Pending int `json:"pending,omitempty"`
+	// Modified BundleDeployments have resources changed downstream.
+	Modified int `json:"modified,omitempty"`
+	// ErrApplied BundleDeployments failed to apply.
+	ErrApplied int `json:"errApplied,omitempty"`
+	// OutOfDate BundleDeployments are held at an older version (paused or maxUnavailable).
+	OutOfDate int `json:"outOfDate,omitempty"`
+	// NonReadyClusters lists up to 20 clusters that are not ready, by name.
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	// +optional
+	NonReadyClusters []NonReadyCluster `json:"nonReadyClusters,omitempty"`
+}
+
+// BundleStatus is the Bundle's rollout state.
+type BundleStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Content is the BundleContent of the current version.
+	// +optional
+	Content string `json:"content,omitempty"`
+	// Contents lists every BundleContent this Bundle's BundleDeployments may reference (the
+	// current one and older ones still rolling out). A BundleContent no Bundle lists is deleted.
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	// +optional
+	Contents []string `json:"contents,omitempty"`
+	// DeploymentID of the current version.
+	// +optional
+	DeploymentID string `json:"deploymentID,omitempty"`
+	// Summary counts the BundleDeployments by state.
+	// +optional
+	Summary BundleSummary `json:"summary,omitempty"`
+	// Conditions: Ready (every targeted cluster ready).
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Bundle is a set of manifests deployed to the Clusters it targets, through one
+// BundleDeployment per cluster.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=drover
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.summary.ready`
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.summary.desiredReady`
+// +kubebuilder:printcolumn:name="Modified",type=integer,JSONPath=`.status.summary.modified`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Bundle struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   BundleSpec   `json:"spec,omitempty"`
+	Status BundleStatus `json:"status,omitempty"`
+}
+
+// BundleList is a list of Bundles.
+// +kubebuilder:object:root=true
+type BundleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Bundle `json:"items"`
+}
+
+// BundleContent is the immutable, content-addressed manifests of a Bundle version, stored once
+// in the workspace namespace and referenced by every BundleDeployment of that version. Its name
+// is "s-" + the hex sha256 of the JSON-encoded manifests.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:categories=drover
+type BundleContent struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// SHA256 is the hex sha256 of the JSON-encoded manifests.
+	SHA256 string `json:"sha256"`
+	// Manifests are the Kubernetes objects.
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=atomic
+	// +optional
+	Manifests []runtime.RawExtension `json:"manifests,omitempty"`
+}
+
+// BundleContentList is a list of BundleContents.
+// +kubebuilder:object:root=true
+type BundleContentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BundleContent `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Bundle{}, &BundleList{}, &BundleContent{}, &BundleContentList{})
+}

@@ -1,0 +1,129 @@
+// Package agentmgmt keeps, for every registered Cluster, the Bundle drover-agent-<cluster> that
+// carries the cluster's agent (Namespace, ServiceAccount, RBAC, Deployment), built by
+// internal/agent/manifests from the Cluster's agent settings exactly as the importer builds it.
+// Changing spec.agentImage/agentEnv/agentTolerations/agentResources updates the Bundle, and the
+// agent applies its own new Deployment.
+//
+// The Bundle leaves out what belongs to installation rather than to settings: the bootstrap
+// secret, the agent ConfigMap (clientID, labels) and the pod template's config-hash annotation,
+// which the importer owns. Server-side apply leaves fields it does not mention to their owner,
+// so adopting an agent whose settings did not change gives an identical pod template: same
+// ReplicaSet, same pod, no restart.
+package agentmgmt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent/manifests"
+	"github.com/droverhq/drover/internal/registration/names"
+)
+
+// OptOutAnnotation set to "false" on a Cluster leaves its agent unmanaged.
+const OptOutAnnotation = fleetv1alpha1.LabelPrefix + "agent-managed"
+
+// BundleName is the agent Bundle of a cluster.
+func BundleName(cluster string) string { return names.SafeConcat("drover-agent", cluster) }
+
+// Reconciler keeps the agent Bundles.
+type Reconciler struct {
+	Client client.Client
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("agentbundle").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		For(&fleetv1alpha1.Cluster{}).
+		Owns(&fleetv1alpha1.Bundle{}).
+		Complete(r)
+}
+
+// Reconcile writes the Cluster's agent Bundle.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	c := &fleetv1alpha1.Cluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// Managed once registered: imported (the importer installed the agent) or checked in.
+	if !c.DeletionTimestamp.IsZero() || c.Status.Namespace == "" || c.Annotations[OptOutAnnotation] == "false" ||
+		c.Spec.KubeConfigSecret == "" && c.Status.Agent.LastSeen == nil {
+		return ctrl.Result{}, nil
+	}
+	resources, err := Resources(c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: BundleName(c.Name)}}
+	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, b, func() error {
+		if b.Labels == nil {
+			b.Labels = map[string]string{}
+		}
+		b.Labels[fleetv1alpha1.ClusterLabel] = c.Name
+		b.Labels[fleetv1alpha1.ManagedLabel] = "true"
+		b.Spec = fleetv1alpha1.BundleSpec{
+			Resources: resources,
+			Targets:   []fleetv1alpha1.BundleTarget{{ClusterName: c.Name}},
+			// The importer applied the same fields with its own field manager.
+			ForceConflicts: true,
+			CorrectDrift:   true,
+			// Deleting the Bundle (the Cluster is going away) must not make the agent delete itself.
+			KeepResources: true,
+		}
+		return controllerutil.SetControllerReference(c, b, r.Client.Scheme())
+	})
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("write agent bundle: %w", err)
+	}
+	if op != controllerutil.OperationResultNone {
+		ctrl.LoggerFrom(ctx).Info("Agent bundle written", "bundle", b.Name, "operation", op)
+	}
+	return ctrl.Result{}, nil
+}
+
+// AgentNamespace is the downstream namespace of c's agent.
+func AgentNamespace(c *fleetv1alpha1.Cluster) string {
+	switch {
+	case c.Spec.AgentNamespace != "":
+		return c.Spec.AgentNamespace
+	case c.Status.Agent.Namespace != "":
+		return c.Status.Agent.Namespace
+	}
+	return manifests.DefaultNamespace
+}
+
+// Resources are the manifests of c's agent Bundle.
+func Resources(c *fleetv1alpha1.Cluster) ([]runtime.RawExtension, error) {
+	o := manifests.ForCluster(c)
+	o.Namespace = AgentNamespace(c)
+	objs, err := manifests.Objects(o)
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.RawExtension
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "Secret", "ConfigMap":
+			continue
+		case "Deployment":
+			unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "annotations")
+		}
+		b, err := json.Marshal(u.Object)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, runtime.RawExtension{Raw: b})
+	}
+	return out, nil
+}

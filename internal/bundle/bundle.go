@@ -1,0 +1,73 @@
+// Package bundle deploys Bundles: for every Cluster a Bundle targets it keeps one
+// BundleDeployment in the cluster's namespace, referencing the Bundle's content stored once
+// (content-addressed) as a BundleContent in the workspace namespace. It also keeps, per
+// cluster, the Role that lets the cluster's request identity get exactly the BundleContents its
+// BundleDeployments reference, and summarises the BundleDeployments in the Bundle's status.
+package bundle
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/bundle/agentmgmt"
+)
+
+// Labels on BundleDeployments naming their Bundle.
+const (
+	BundleNameLabel      = fleetv1alpha1.LabelPrefix + "bundle-name"
+	BundleNamespaceLabel = fleetv1alpha1.LabelPrefix + "bundle-namespace"
+	// FieldOwner is the bundle controllers' field manager.
+	FieldOwner = "drover-bundle"
+)
+
+// Options configure the bundle controllers.
+type Options struct {
+	// Workers is the number of concurrent BundleDeployment writes per Bundle (default 32).
+	Workers int
+	// ManageAgents keeps a drover-agent-<cluster> Bundle per registered Cluster (package agentmgmt).
+	ManageAgents bool
+}
+
+// Setup adds the bundle and content-access controllers to mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	if err := (&Reconciler{Client: mgr.GetClient(), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up bundle controller: %w", err)
+	}
+	if err := (&ContentAccessReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up bundle content access controller: %w", err)
+	}
+	if opts.ManageAgents {
+		if err := (&agentmgmt.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up agent bundle controller: %w", err)
+		}
+	}
+	return nil
+}
+
+// Controllers returns a function for server.Options.Controllers.
+func Controllers(opts Options) func(ctrl.Manager) error {
+	return func(mgr ctrl.Manager) error { return Setup(mgr, opts) }
+}
+
+// ContentName is the name of the BundleContent of resources: "s-" + hex sha256 of their JSON.
+func ContentName(resources []runtime.RawExtension) (name, sum string, err error) {
+	b, err := json.Marshal(resources)
+	if err != nil {
+		return "", "", fmt.Errorf("encode resources: %w", err)
+	}
+	h := sha256.Sum256(b)
+	sum = hex.EncodeToString(h[:])
+	return "s-" + sum, sum, nil
+}
+
+func shortHash(v any) string {
+	b, _ := json.Marshal(v)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])[:12]
+}

@@ -1,0 +1,484 @@
+package bundle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/equality"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+)
+
+// bundleIndex indexes BundleDeployments by "<bundle namespace>/<bundle name>".
+const bundleIndex = "bundle"
+
+// Reconciler keeps a Bundle's BundleDeployments and status.
+type Reconciler struct {
+	Client client.Client
+	// Workers is the number of concurrent BundleDeployment writes per Bundle (default 32).
+	Workers int
+	// Concurrency is the number of Bundles reconciled at once (default 8).
+	Concurrency int
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Workers == 0 {
+		r.Workers = 32
+	}
+	if r.Concurrency == 0 {
+		r.Concurrency = 8
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &fleetv1alpha1.BundleDeployment{}, bundleIndex, func(o client.Object) []string {
+		if k := bundleKey(o); k != "" {
+			return []string{k}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index BundleDeployments by bundle: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("bundle").
+		For(&fleetv1alpha1.Bundle{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency}).
+		Watches(&fleetv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.bundlesOfCluster), builder.WithPredicates(clusterTargetingChanged)).
+		Watches(&fleetv1alpha1.BundleDeployment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if o.GetLabels()[BundleNameLabel] == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetLabels()[BundleNamespaceLabel], Name: o.GetLabels()[BundleNameLabel]}}}
+		})).
+		Complete(r)
+}
+
+func bundleKey(o client.Object) string {
+	l := o.GetLabels()
+	if l[BundleNameLabel] == "" {
+		return ""
+	}
+	return l[BundleNamespaceLabel] + "/" + l[BundleNameLabel]
+}
+
+// clusterTargetingChanged passes the Cluster events that can change which Bundles target it:
+// not heartbeats.
+var clusterTargetingChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*fleetv1alpha1.Cluster), e.ObjectNew.(*fleetv1alpha1.Cluster)
+		return !labels.Equals(o.Labels, n.Labels) || o.Status.Namespace != n.Status.Namespace ||
+			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || o.UID != n.UID
+	},
+}
+
+func (r *Reconciler) bundlesOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	var list fleetv1alpha1.BundleList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, b := range list.Items {
+		// Bundles aimed at other clusters by name only (such as every other cluster's agent
+		// Bundle) cannot change: skipping them keeps a cluster event O(bundles it concerns).
+		if names := byNameOnly(&b); names != nil && !slices.Contains(names, o.GetName()) {
+			continue
+		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+	}
+	return reqs
+}
+
+// byNameOnly returns the cluster names b targets if every target is by name only, else nil.
+func byNameOnly(b *fleetv1alpha1.Bundle) []string {
+	if len(b.Spec.Targets) == 0 {
+		return nil
+	}
+	var names []string
+	for _, t := range b.Spec.Targets {
+		if t.ClusterName == "" || t.ClusterSelector != nil {
+			return nil
+		}
+		names = append(names, t.ClusterName)
+	}
+	return names
+}
+
+// candidates are the Clusters b may target: the named ones, or all of the namespace.
+func (r *Reconciler) candidates(ctx context.Context, b *fleetv1alpha1.Bundle) ([]fleetv1alpha1.Cluster, error) {
+	if names := byNameOnly(b); names != nil {
+		var out []fleetv1alpha1.Cluster
+		for _, n := range names {
+			c := fleetv1alpha1.Cluster{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: n}, &c); client.IgnoreNotFound(err) != nil {
+				return nil, err
+			} else if err == nil {
+				out = append(out, c)
+			}
+		}
+		return out, nil
+	}
+	var list fleetv1alpha1.ClusterList
+	if err := r.Client.List(ctx, &list, client.InNamespace(b.Namespace)); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// Targets reports whether b targets c.
+func Targets(b *fleetv1alpha1.Bundle, c *fleetv1alpha1.Cluster) (bool, error) {
+	in, err := matchAny(b.Spec.Targets, c)
+	if err != nil || !in {
+		return false, err
+	}
+	out, err := matchAny(b.Spec.Exclude, c)
+	return !out, err
+}
+
+func matchAny(ts []fleetv1alpha1.BundleTarget, c *fleetv1alpha1.Cluster) (bool, error) {
+	for _, t := range ts {
+		if t.ClusterName == "" && t.ClusterSelector == nil {
+			continue
+		}
+		if t.ClusterName != "" && t.ClusterName != c.Name {
+			continue
+		}
+		if t.ClusterSelector != nil {
+			sel, err := metav1.LabelSelectorAsSelector(t.ClusterSelector)
+			if err != nil {
+				return false, fmt.Errorf("invalid clusterSelector: %w", err)
+			}
+			if !sel.Matches(labels.Set(c.Labels)) {
+				continue
+			}
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// Reconcile makes the BundleDeployments match the Bundle and the targeted clusters.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &fleetv1alpha1.Bundle{}
+	var existing fleetv1alpha1.BundleDeploymentList
+	if err := r.Client.List(ctx, &existing, client.MatchingFields{bundleIndex: req.Namespace + "/" + req.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil || !b.DeletionTimestamp.IsZero() {
+		if client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+		// Gone: its BundleDeployments go too (they live in other namespaces, so no owner GC),
+		// and the contents they referenced unless another Bundle uses them.
+		if err := r.each(ctx, r.eachPtr(existing.Items), func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
+			return client.IgnoreNotFound(r.Client.Delete(ctx, bd))
+		}); err != nil {
+			return ctrl.Result{}, err
+		}
+		var unused []string
+		for _, bd := range existing.Items {
+			if ref := bd.Spec.Content; ref != nil && ref.Namespace == req.Namespace && !slices.Contains(unused, ref.Name) {
+				unused = append(unused, ref.Name)
+			}
+		}
+		return ctrl.Result{}, r.deleteUnused(ctx, req.Namespace, req.Name, unused)
+	}
+	log := ctrl.LoggerFrom(ctx)
+	before := b.DeepCopy()
+
+	contentName, err := r.ensureContent(ctx, b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	spec := fleetv1alpha1.BundleDeploymentSpec{
+		Options: fleetv1alpha1.BundleDeploymentOptions{DefaultNamespace: b.Spec.DefaultNamespace, ForceConflicts: b.Spec.ForceConflicts,
+			CorrectDrift: b.Spec.CorrectDrift, KeepResources: b.Spec.KeepResources},
+		Content: &fleetv1alpha1.ContentReference{Namespace: b.Namespace, Name: contentName},
+	}
+	spec.DeploymentID = contentName[:14] + ":" + shortHash(spec.Options)
+
+	clusters, err := r.candidates(ctx, b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	targeted := map[string]*fleetv1alpha1.Cluster{} // by cluster namespace
+	for i := range clusters {
+		c := &clusters[i]
+		if c.Status.Namespace == "" || !c.DeletionTimestamp.IsZero() {
+			continue
+		}
+		ok, err := Targets(b, c)
+		if err != nil {
+			return ctrl.Result{}, reconcile.TerminalError(err)
+		}
+		if ok {
+			targeted[c.Status.Namespace] = c
+		}
+	}
+
+	var create, update, remove []*fleetv1alpha1.BundleDeployment
+	var outdated []*fleetv1alpha1.BundleDeployment
+	have := map[string]bool{}
+	unavailable := 0
+	for i := range existing.Items {
+		bd := &existing.Items[i]
+		c := targeted[bd.Namespace]
+		if c == nil || bd.Labels[fleetv1alpha1.ClusterUIDLabel] != string(c.UID) {
+			remove = append(remove, bd)
+			continue
+		}
+		have[bd.Namespace] = true
+		if !readyAt(bd, bd.Spec.DeploymentID) {
+			unavailable++
+		}
+		if !apierrors.Semantic.DeepEqual(bd.Spec, spec) {
+			outdated = append(outdated, bd)
+		}
+	}
+	for ns, c := range targeted {
+		if !have[ns] {
+			create = append(create, &fleetv1alpha1.BundleDeployment{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: b.Name, Labels: bdLabels(b, c)},
+				Spec:       *spec.DeepCopy(),
+			})
+		}
+	}
+	// Rollout: updates of existing BundleDeployments are held while paused, and limited so that
+	// at most maxUnavailable clusters are updating or not ready at once. Ready ones go first.
+	budget := len(outdated)
+	if b.Spec.Rollout.Paused {
+		budget = 0
+	} else if mu := b.Spec.Rollout.MaxUnavailable; mu != nil {
+		n, err := intstr.GetScaledValueFromIntOrPercent(mu, len(targeted), false)
+		if err != nil {
+			return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("maxUnavailable: %w", err))
+		}
+		budget = max(n, 1) - unavailable
+		// Clusters already not ready do not make things worse by being updated.
+		for _, bd := range outdated {
+			if !readyAt(bd, bd.Spec.DeploymentID) {
+				budget++
+			}
+		}
+	}
+	sort.SliceStable(outdated, func(i, j int) bool {
+		return !readyAt(outdated[i], outdated[i].Spec.DeploymentID) && readyAt(outdated[j], outdated[j].Spec.DeploymentID)
+	})
+	for _, bd := range outdated {
+		if budget <= 0 {
+			break
+		}
+		budget--
+		bd.Spec = *spec.DeepCopy()
+		update = append(update, bd)
+	}
+	if len(create)+len(update)+len(remove) > 0 {
+		log.Info("Syncing BundleDeployments", "create", len(create), "update", len(update), "delete", len(remove))
+	}
+	err = errors.Join(
+		r.each(ctx, create, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
+			return client.IgnoreAlreadyExists(r.Client.Create(ctx, bd, client.FieldOwner(FieldOwner)))
+		}),
+		r.each(ctx, update, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
+			return r.Client.Update(ctx, bd, client.FieldOwner(FieldOwner))
+		}),
+		r.each(ctx, remove, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
+			return client.IgnoreNotFound(r.Client.Delete(ctx, bd))
+		}),
+	)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// Status, from what the BundleDeployments were before this pass's writes plus those writes.
+	var bds []*fleetv1alpha1.BundleDeployment
+	for i := range existing.Items {
+		if !slices.Contains(remove, &existing.Items[i]) {
+			bds = append(bds, &existing.Items[i])
+		}
+	}
+	bds = append(bds, create...)
+	b.Status.ObservedGeneration, b.Status.Content, b.Status.DeploymentID = b.Generation, contentName, spec.DeploymentID
+	b.Status.Summary = summarize(bds, spec.DeploymentID, len(targeted))
+	readyCond(b)
+	b.Status.Contents = []string{contentName}
+	for _, bd := range bds {
+		if ref := bd.Spec.Content; ref != nil && ref.Namespace == b.Namespace && !slices.Contains(b.Status.Contents, ref.Name) {
+			b.Status.Contents = append(b.Status.Contents, ref.Name)
+		}
+	}
+	if !apierrors.Semantic.DeepEqual(before.Status, b.Status) {
+		if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	// Contents this Bundle stopped using go when no other Bundle lists them.
+	var released []string
+	for _, c := range before.Status.Contents {
+		if !slices.Contains(b.Status.Contents, c) {
+			released = append(released, c)
+		}
+	}
+	return ctrl.Result{}, r.deleteUnused(ctx, b.Namespace, b.Name, released)
+}
+
+// deleteUnused deletes the BundleContents of ns among names that no Bundle but self lists.
+// A Bundle that starts using one concurrently recreates it on its next pass.
+func (r *Reconciler) deleteUnused(ctx context.Context, ns, self string, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	var list fleetv1alpha1.BundleList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	for _, n := range names {
+		used := false
+		for _, o := range list.Items {
+			if o.Name != self && (o.Status.Content == n || slices.Contains(o.Status.Contents, n)) {
+				used = true
+				break
+			}
+		}
+		if used {
+			continue
+		}
+		bc := &fleetv1alpha1.BundleContent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}}
+		if err := r.Client.Delete(ctx, bc); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete unused content %s: %w", n, err)
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("Deleted unused content", "content", n)
+	}
+	return nil
+}
+
+func bdLabels(b *fleetv1alpha1.Bundle, c *fleetv1alpha1.Cluster) map[string]string {
+	return map[string]string{
+		BundleNameLabel: b.Name, BundleNamespaceLabel: b.Namespace,
+		fleetv1alpha1.ClusterLabel: c.Name, fleetv1alpha1.ClusterNamespaceLabel: c.Namespace,
+		fleetv1alpha1.ClusterUIDLabel: string(c.UID), fleetv1alpha1.ManagedLabel: "true",
+	}
+}
+
+// each runs f for every BundleDeployment, r.Workers at a time.
+func (r *Reconciler) each(ctx context.Context, bds []*fleetv1alpha1.BundleDeployment, f func(context.Context, *fleetv1alpha1.BundleDeployment) error) error {
+	if len(bds) == 0 {
+		return nil
+	}
+	var g errgroup.Group
+	g.SetLimit(r.Workers)
+	for _, bd := range bds {
+		g.Go(func() error { return f(ctx, bd) })
+	}
+	return g.Wait()
+}
+
+func (r *Reconciler) eachPtr(items []fleetv1alpha1.BundleDeployment) []*fleetv1alpha1.BundleDeployment {
+	out := make([]*fleetv1alpha1.BundleDeployment, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+// ensureContent stores the Bundle's resources as a BundleContent named by their hash. The
+// existence check reads metadata only (cached), so contents are never held in memory here.
+func (r *Reconciler) ensureContent(ctx context.Context, b *fleetv1alpha1.Bundle) (string, error) {
+	name, sum, err := ContentName(b.Spec.Resources)
+	if err != nil {
+		return "", reconcile.TerminalError(err)
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(fleetv1alpha1.GroupVersion.WithKind("BundleContent"))
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: name}, m)
+	if err == nil || !kerrors.IsNotFound(err) {
+		return name, err
+	}
+	bc := &fleetv1alpha1.BundleContent{
+		ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: name, Labels: map[string]string{fleetv1alpha1.ManagedLabel: "true"}},
+		SHA256:     sum, Manifests: b.Spec.Resources,
+	}
+	if err := r.Client.Create(ctx, bc, client.FieldOwner(FieldOwner)); client.IgnoreAlreadyExists(err) != nil {
+		return "", fmt.Errorf("create content %s: %w", name, err)
+	}
+	return name, nil
+}
+
+func readyAt(bd *fleetv1alpha1.BundleDeployment, id string) bool {
+	return bd.Status.AppliedDeploymentID == id && bd.Status.Ready && bd.Status.NonModified
+}
+
+func summarize(bds []*fleetv1alpha1.BundleDeployment, id string, desired int) fleetv1alpha1.BundleSummary {
+	s := fleetv1alpha1.BundleSummary{DesiredReady: desired}
+	sort.Slice(bds, func(i, j int) bool {
+		return bds[i].Labels[fleetv1alpha1.ClusterLabel] < bds[j].Labels[fleetv1alpha1.ClusterLabel]
+	})
+	for _, bd := range bds {
+		state, msg := "", ""
+		applied := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionApplied)
+		switch {
+		case bd.Spec.DeploymentID != id:
+			s.OutOfDate++
+			state = "OutOfDate"
+		case applied != nil && applied.Status == metav1.ConditionFalse && applied.ObservedGeneration == bd.Generation:
+			s.ErrApplied++
+			state, msg = "ErrApplied", applied.Message
+		case bd.Status.AppliedDeploymentID != id:
+			s.Pending++
+			state = "Pending"
+		case !bd.Status.NonModified:
+			s.Modified++
+			state, msg = "Modified", modifiedMessage(bd)
+		case !bd.Status.Ready:
+			state = "NotReady"
+		default:
+			s.Ready++
+		}
+		if state != "" && len(s.NonReadyClusters) < 20 {
+			s.NonReadyClusters = append(s.NonReadyClusters, fleetv1alpha1.NonReadyCluster{Name: bd.Labels[fleetv1alpha1.ClusterLabel], State: state, Message: msg})
+		}
+	}
+	return s
+}
+
+func modifiedMessage(bd *fleetv1alpha1.BundleDeployment) string {
+	var parts []string
+	for _, r := range bd.Status.Resources {
+		if r.State != "Applied" {
+			parts = append(parts, fmt.Sprintf("%s %s/%s %s: %s", r.Kind, r.Namespace, r.Name, r.State, r.Message))
+		}
+	}
+	msg := strings.Join(parts, "; ")
+	if len(msg) > 512 {
+		msg = msg[:509] + "..."
+	}
+	return msg
+}
+
+func readyCond(b *fleetv1alpha1.Bundle) {
+	s := b.Status.Summary
+	c := metav1.Condition{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: fleetv1alpha1.ReasonSucceeded,
+		Message: fmt.Sprintf("%d/%d clusters ready", s.Ready, s.DesiredReady), ObservedGeneration: b.Generation}
+	if s.Ready != s.DesiredReady {
+		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonPending
+		if s.ErrApplied > 0 {
+			c.Reason = fleetv1alpha1.ReasonApplyFailed
+		}
+	}
+	meta.SetStatusCondition(&b.Status.Conditions, c)
+}

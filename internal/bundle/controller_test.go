@@ -1,0 +1,156 @@
+package bundle
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/server"
+)
+
+func cluster(name string, labels map[string]string) *fleetv1alpha1.Cluster {
+	return &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: name, Labels: labels, UID: types.UID("uid-" + name)},
+		Status: fleetv1alpha1.ClusterStatus{Namespace: "cluster-" + name}}
+}
+
+func TestTargets(t *testing.T) {
+	sel := func(k, v string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
+	}
+	c := cluster("a", map[string]string{"env": "prod", "region": "eu"})
+	for _, tc := range []struct {
+		name             string
+		targets, exclude []fleetv1alpha1.BundleTarget
+		want             bool
+	}{
+		{"no targets", nil, nil, false},
+		{"empty target matches nothing", []fleetv1alpha1.BundleTarget{{}}, nil, false},
+		{"by name", []fleetv1alpha1.BundleTarget{{ClusterName: "a"}}, nil, true},
+		{"other name", []fleetv1alpha1.BundleTarget{{ClusterName: "b"}}, nil, false},
+		{"by label", []fleetv1alpha1.BundleTarget{{ClusterSelector: sel("env", "prod")}}, nil, true},
+		{"label mismatch", []fleetv1alpha1.BundleTarget{{ClusterSelector: sel("env", "dev")}}, nil, false},
+		{"name and label both required", []fleetv1alpha1.BundleTarget{{ClusterName: "a", ClusterSelector: sel("env", "dev")}}, nil, false},
+		{"any target", []fleetv1alpha1.BundleTarget{{ClusterName: "b"}, {ClusterSelector: sel("region", "eu")}}, nil, true},
+		{"excluded", []fleetv1alpha1.BundleTarget{{ClusterSelector: sel("env", "prod")}}, []fleetv1alpha1.BundleTarget{{ClusterName: "a"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &fleetv1alpha1.Bundle{Spec: fleetv1alpha1.BundleSpec{Targets: tc.targets, Exclude: tc.exclude}}
+			got, err := Targets(b, c)
+			if err != nil || got != tc.want {
+				t.Errorf("Targets = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRollout: updates are held while paused and limited by maxUnavailable; new clusters get
+// the current version regardless.
+func TestRollout(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		rollout         fleetv1alpha1.BundleRollout
+		wantUpdatedEach []int // updated BundleDeployments after each pass; agents make them ready in between
+	}{
+		{"default: all at once", fleetv1alpha1.BundleRollout{}, []int{4}},
+		{"maxUnavailable 1", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromInt32(1))}, []int{1, 2, 3, 4}},
+		{"maxUnavailable 50%", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromString("50%"))}, []int{2, 4}},
+		{"paused", fleetv1alpha1.BundleRollout{Paused: true}, []int{0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			objs := []client.Object{}
+			for i := range 4 {
+				objs = append(objs, cluster(fmt.Sprintf("c%d", i), map[string]string{"all": "yes"}))
+			}
+			b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "app", UID: "bundle-uid"},
+				Spec: fleetv1alpha1.BundleSpec{Targets: []fleetv1alpha1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"all": "yes"}}}},
+					Resources: rawCM(t, "v1")}}
+			c := fake.NewClientBuilder().WithScheme(server.Scheme()).WithObjects(append(objs, b)...).
+				WithStatusSubresource(&fleetv1alpha1.Bundle{}, &fleetv1alpha1.BundleDeployment{}).
+				WithIndex(&fleetv1alpha1.BundleDeployment{}, bundleIndex, func(o client.Object) []string { return []string{bundleKey(o)} }).Build()
+			r := &Reconciler{Client: c, Workers: 4}
+			pass := func() {
+				t.Helper()
+				if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
+					t.Fatal(err)
+				}
+				agentsReport(t, ctx, c)
+			}
+			pass()
+			first := currentID(t, ctx, c, b)
+			if n := countAt(t, ctx, c, first); n != 4 {
+				t.Fatalf("%d/4 BundleDeployments created", n)
+			}
+			// A new version, with the rollout options.
+			if err := c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+				t.Fatal(err)
+			}
+			b.Spec.Resources, b.Spec.Rollout = rawCM(t, "v2"), tc.rollout
+			if err := c.Update(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range tc.wantUpdatedEach {
+				pass()
+				if got := 4 - countAt(t, ctx, c, first); got != want {
+					t.Fatalf("pass %d: %d BundleDeployments updated, want %d", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+func ptrIntStr(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+func rawCM(t *testing.T, v string) []runtime.RawExtension {
+	t.Helper()
+	return []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"v":"` + v + `"}}`)}}
+}
+
+// agentsReport marks every BundleDeployment applied and ready, as agents would.
+func agentsReport(t *testing.T, ctx context.Context, c client.Client) {
+	t.Helper()
+	var list fleetv1alpha1.BundleDeploymentList
+	if err := c.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		bd := &list.Items[i]
+		bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
+		if err := c.Status().Update(ctx, bd); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func currentID(t *testing.T, ctx context.Context, c client.Client, b *fleetv1alpha1.Bundle) string {
+	t.Helper()
+	got := &fleetv1alpha1.Bundle{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
+		t.Fatal(err)
+	}
+	return got.Status.DeploymentID
+}
+
+func countAt(t *testing.T, ctx context.Context, c client.Client, id string) int {
+	t.Helper()
+	var list fleetv1alpha1.BundleDeploymentList
+	if err := c.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, bd := range list.Items {
+		if bd.Spec.DeploymentID == id {
+			n++
+		}
+	}
+	return n
+}

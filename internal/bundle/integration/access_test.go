@@ -1,0 +1,171 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent/manifests"
+	"github.com/droverhq/drover/internal/agent/register"
+	"github.com/droverhq/drover/internal/bundle/agentmgmt"
+	"github.com/droverhq/drover/internal/cli"
+	"github.com/droverhq/drover/internal/registration/local"
+)
+
+// requestClient authenticates as the request identity of a downstream cluster's agent, with
+// only the bearer token from its credential secret.
+func requestClient(t *testing.T, cluster string) client.Client {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := downstreamOf(cluster).Client.Get(t.Context(), client.ObjectKey{Namespace: agentNS, Name: manifests.CredentialSecret}, s); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(mgmt.Config)
+	cfg.BearerToken = string(s.Data[fleetv1alpha1.KeyToken])
+	c, err := client.New(cfg, client.Options{Scheme: register.Scheme, Mapper: register.RESTMapper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func bundleContent(t *testing.T, name string) string {
+	t.Helper()
+	b := &fleetv1alpha1.Bundle{}
+	eventually(t, 30*time.Second, func() error {
+		if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ws, Name: name}, b); err != nil {
+			return err
+		}
+		if b.Status.Content == "" || b.Status.Summary.Ready != b.Status.Summary.DesiredReady || b.Status.Summary.DesiredReady == 0 {
+			return fmt.Errorf("bundle %s not ready: %+v", name, b.Status.Summary)
+		}
+		return nil
+	})
+	return b.Status.Content
+}
+
+// TestContentAccess: a request identity can get exactly the BundleContents its cluster's
+// BundleDeployments reference.
+func TestContentAccess(t *testing.T) {
+	ctx := t.Context()
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "plain-only"},
+		Spec: fleetv1alpha1.BundleSpec{Resources: raw(t, configMap("default", "plain-only", map[string]string{"k": "v"})),
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: plainName}}}}
+	if err := mgmt.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(ctx, b) })
+	fb := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "full-only"},
+		Spec: fleetv1alpha1.BundleSpec{Resources: raw(t, configMap("default", "full-only", map[string]string{"k": "v"})),
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: fullName}}}}
+	if err := mgmt.Client.Create(ctx, fb); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(ctx, fb) })
+	plainOnly, fullOnly := bundleContent(t, b.Name), bundleContent(t, fb.Name)
+	// Identical content is stored once: both clusters' agent Bundles share one BundleContent
+	// while their settings are equal, and both identities may read it.
+	agentContent := bundleContent(t, agentmgmt.BundleName(plainName))
+	for _, tc := range []struct {
+		identity, content string
+		allowed           bool
+	}{
+		{plainName, plainOnly, true},
+		{fullName, plainOnly, false},
+		{fullName, fullOnly, true},
+		{plainName, fullOnly, false},
+		{plainName, agentContent, true},
+	} {
+		t.Run(fmt.Sprintf("%s gets %s", tc.identity, tc.content[:10]), func(t *testing.T) {
+			err := requestClient(t, tc.identity).Get(ctx, client.ObjectKey{Namespace: ws, Name: tc.content}, &fleetv1alpha1.BundleContent{})
+			if tc.allowed && err != nil || !tc.allowed && !apierrors.IsForbidden(err) {
+				t.Fatalf("allowed=%v, got %v", tc.allowed, err)
+			}
+		})
+	}
+	t.Run("no identity lists contents", func(t *testing.T) {
+		for _, id := range []string{fullName, plainName} {
+			if err := requestClient(t, id).List(ctx, &fleetv1alpha1.BundleContentList{}, client.InNamespace(ws)); !apierrors.IsForbidden(err) {
+				t.Errorf("%s lists BundleContents: %v", id, err)
+			}
+		}
+	})
+}
+
+// TestBundleCLI: `drover bundle apply -f dir/` then `drover bundle status`.
+func TestBundleCLI(t *testing.T) {
+	ctx := t.Context()
+	dir := filepath.Join(t.TempDir(), "cli-app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cli-a\ndata:\n  k: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cli-b\n",
+		"b.json": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cli-c"}}`,
+		"README": "not a manifest",
+	}
+	for n, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kc, err := local.Kubeconfig(mgmt.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcPath := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		cmd := cli.NewRootCommand()
+		cmd.SetOut(&out)
+		cmd.SetArgs(append(append([]string{"bundle"}, args...), "--kubeconfig", kcPath))
+		if err := cmd.ExecuteContext(ctx); err != nil {
+			t.Fatalf("drover bundle %v: %v", args, err)
+		}
+		return out.String()
+	}
+	if out := run("apply", "-f", dir, "--cluster", plainName, "--default-namespace", "default"); !strings.Contains(out, "created (3 resources)") {
+		t.Fatalf("apply: %s", out)
+	}
+	t.Cleanup(func() {
+		_ = mgmt.Client.Delete(ctx, &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "cli-app"}})
+	})
+	eventually(t, 30*time.Second, func() error {
+		for _, n := range []string{"cli-a", "cli-b", "cli-c"} {
+			if err := plain.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: n}, &corev1.ConfigMap{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, func() error {
+		if out := run("status", "cli-app"); !strings.Contains(out, "1 targeted, 1 ready") {
+			return fmt.Errorf("status: %s", out)
+		}
+		return nil
+	})
+	if out := run("apply", "-f", dir, "--name", "cli-app", "--selector", "no-such-label=x"); !strings.Contains(out, "updated") {
+		t.Fatalf("re-apply: %s", out)
+	}
+	eventually(t, 30*time.Second, func() error {
+		if err := plain.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "cli-a"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("cli-a still downstream after retargeting: %w", err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,357 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent/deployer"
+	"github.com/droverhq/drover/internal/bundle/agentmgmt"
+	"github.com/droverhq/drover/test/envtest"
+)
+
+func downstreamOf(name string) *envtest.Cluster {
+	if name == fullName {
+		return full
+	}
+	return plain
+}
+
+// present reports whether the ConfigMap ns/name exists in each downstream cluster.
+func present(t testing.TB, ns, name string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, c := range []string{fullName, plainName} {
+		err := downstreamOf(c).Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{})
+		if err != nil && !isNotFound(err) {
+			t.Fatal(err)
+		}
+		out[c] = err == nil
+	}
+	return out
+}
+
+func TestLabelTargetingAndRelabelling(t *testing.T) {
+	ctx := t.Context()
+	const label = "bundle-test/env"
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "by-label"},
+		Spec: fleetv1alpha1.BundleSpec{
+			DefaultNamespace: "default",
+			Resources:        raw(t, configMap("", "by-label", map[string]string{"k": "v"})),
+			Targets:          []fleetv1alpha1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "prod"}}}},
+			Exclude:          []fleetv1alpha1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label + "-excluded": "true"}}}},
+		}}
+	patchCluster(t, fullName, func(c *fleetv1alpha1.Cluster) { setLabel(c, label, "prod") })
+	patchCluster(t, plainName, func(c *fleetv1alpha1.Cluster) { setLabel(c, label, "dev") })
+	if err := mgmt.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(ctx, b) })
+
+	steps := []struct {
+		name   string
+		labels map[string]map[string]string // cluster → labels to set ("" value: remove)
+		want   map[string]bool
+	}{
+		{"only the matching cluster", nil, map[string]bool{fullName: true, plainName: false}},
+		{"relabelling adds a cluster", map[string]map[string]string{plainName: {label: "prod"}}, map[string]bool{fullName: true, plainName: true}},
+		{"relabelling removes a cluster", map[string]map[string]string{fullName: {label: "dev"}}, map[string]bool{fullName: false, plainName: true}},
+		{"exclusion removes a matching cluster", map[string]map[string]string{plainName: {label + "-excluded": "true"}}, map[string]bool{fullName: false, plainName: false}},
+		{"back again", map[string]map[string]string{fullName: {label: "prod"}, plainName: {label + "-excluded": ""}}, map[string]bool{fullName: true, plainName: true}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			for c, l := range s.labels {
+				patchCluster(t, c, func(c *fleetv1alpha1.Cluster) {
+					for k, v := range l {
+						setLabel(c, k, v)
+					}
+				})
+			}
+			eventually(t, 30*time.Second, func() error {
+				for c, want := range s.want {
+					bd, err := bundleDeployment(t, c, b.Name)
+					if err != nil && !isNotFound(err) {
+						return err
+					}
+					if has := err == nil; has != want {
+						return fmt.Errorf("cluster %s: BundleDeployment exists %v, want %v", c, has, want)
+					}
+					if want && (!bd.Status.Ready || bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID) {
+						return fmt.Errorf("cluster %s: BundleDeployment not applied: %+v", c, bd.Status)
+					}
+				}
+				if got := present(t, "default", "by-label"); fmt.Sprint(got) != fmt.Sprint(s.want) {
+					return fmt.Errorf("downstream ConfigMap present %v, want %v", got, s.want)
+				}
+				got := &fleetv1alpha1.Bundle{}
+				if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
+					return err
+				}
+				n := 0
+				for _, w := range s.want {
+					if w {
+						n++
+					}
+				}
+				if sum := got.Status.Summary; sum.DesiredReady != n || sum.Ready != n {
+					return fmt.Errorf("bundle summary %+v, want %d desired and ready", sum, n)
+				}
+				return nil
+			})
+		})
+	}
+
+	t.Run("content is stored once and readable only where referenced", func(t *testing.T) {
+		got := &fleetv1alpha1.Bundle{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []string{fullName, plainName} {
+			bd, err := bundleDeployment(t, c, b.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(bd.Spec.Manifests) != 0 || bd.Spec.Content == nil || bd.Spec.Content.Name != got.Status.Content {
+				t.Errorf("cluster %s: BundleDeployment does not just reference content %s: %+v", c, got.Status.Content, bd.Spec)
+			}
+		}
+		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: got.Status.Content}, &fleetv1alpha1.BundleContent{}); err != nil {
+			t.Errorf("content %s: %v", got.Status.Content, err)
+		}
+	})
+}
+
+func setLabel(c *fleetv1alpha1.Cluster, k, v string) {
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	if v == "" {
+		delete(c.Labels, k)
+		return
+	}
+	c.Labels[k] = v
+}
+
+func TestDriftIsReportedAndCorrected(t *testing.T) {
+	ctx := t.Context()
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "drift"},
+		Spec: fleetv1alpha1.BundleSpec{
+			DefaultNamespace: "default",
+			Resources:        raw(t, configMap("", "drift", map[string]string{"color": "blue"})),
+			Targets:          []fleetv1alpha1.BundleTarget{{ClusterName: plainName}},
+		}}
+	if err := mgmt.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(ctx, b) })
+	bdState := func(want func(*fleetv1alpha1.BundleDeployment) error) {
+		t.Helper()
+		eventually(t, 30*time.Second, func() error {
+			bd, err := bundleDeployment(t, plainName, b.Name)
+			if err != nil {
+				return err
+			}
+			return want(bd)
+		})
+	}
+	bdState(func(bd *fleetv1alpha1.BundleDeployment) error {
+		if !bd.Status.Ready || !bd.Status.NonModified || bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
+			return fmt.Errorf("not applied: %+v", bd.Status)
+		}
+		return nil
+	})
+	// Someone edits the applied ConfigMap downstream.
+	cm := &corev1.ConfigMap{}
+	if err := plain.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "drift"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["color"] = "red"
+	if err := plain.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("reported with the field", func(t *testing.T) {
+		bdState(func(bd *fleetv1alpha1.BundleDeployment) error {
+			if bd.Status.NonModified || len(bd.Status.Resources) != 1 {
+				return fmt.Errorf("drift not reported: %+v", bd.Status)
+			}
+			r := bd.Status.Resources[0]
+			if r.State != deployer.StateModified || !strings.Contains(r.Message, `data.color: want "blue", have "red"`) {
+				return fmt.Errorf("resource state %s %q", r.State, r.Message)
+			}
+			return nil
+		})
+		eventually(t, 10*time.Second, func() error {
+			got := &fleetv1alpha1.Bundle{}
+			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
+				return err
+			}
+			if s := got.Status.Summary; s.Modified != 1 || len(s.NonReadyClusters) != 1 || s.NonReadyClusters[0].Name != plainName || !strings.Contains(s.NonReadyClusters[0].Message, "data.color") {
+				return fmt.Errorf("bundle summary %+v", s)
+			}
+			return nil
+		})
+		if err := plain.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil || cm.Data["color"] != "red" {
+			t.Fatalf("drift was corrected without correctDrift: %v %v", cm.Data, err)
+		}
+	})
+	t.Run("corrected when asked", func(t *testing.T) {
+		eventually(t, 10*time.Second, func() error {
+			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+				return err
+			}
+			b.Spec.CorrectDrift = true
+			return mgmt.Client.Update(ctx, b)
+		})
+		eventually(t, 30*time.Second, func() error {
+			if err := plain.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+				return err
+			}
+			if cm.Data["color"] != "blue" {
+				return fmt.Errorf("downstream color %q", cm.Data["color"])
+			}
+			return nil
+		})
+		bdState(func(bd *fleetv1alpha1.BundleDeployment) error {
+			if !bd.Status.NonModified || !bd.Status.Ready {
+				return fmt.Errorf("still modified: %+v", bd.Status)
+			}
+			return nil
+		})
+	})
+}
+
+// agentPod returns the UID of the single running agent pod of the full cluster and its image.
+func agentPod(t testing.TB) (uid, image string, err error) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := full.Client.List(t.Context(), &pods, client.InNamespace(agentNS), client.MatchingLabels{"app.kubernetes.io/name": "drover-agent"}); err != nil {
+		return "", "", err
+	}
+	var live []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp.IsZero() {
+			live = append(live, p)
+		}
+	}
+	if len(live) != 1 || live[0].Status.Phase != corev1.PodRunning {
+		return "", "", fmt.Errorf("want one running agent pod, have %d", len(live))
+	}
+	return string(live[0].UID), live[0].Spec.Containers[0].Image, nil
+}
+
+func TestAgentManagement(t *testing.T) {
+	ctx := t.Context()
+	before := importedAgentPodUID
+	name := agentmgmt.BundleName(fullName)
+	agentBD := func(want func(*fleetv1alpha1.BundleDeployment) error) {
+		t.Helper()
+		eventually(t, 60*time.Second, func() error {
+			bd, err := bundleDeployment(t, fullName, name)
+			if err != nil {
+				return err
+			}
+			return want(bd)
+		})
+	}
+	t.Run("adopting an unchanged agent keeps its pod", func(t *testing.T) {
+		agentBD(func(bd *fleetv1alpha1.BundleDeployment) error {
+			if !bd.Status.Ready || bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
+				return fmt.Errorf("agent bundle not applied: %+v", bd.Status)
+			}
+			return nil
+		})
+		d := &appsv1.Deployment{}
+		if err := full.Client.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: "drover-agent"}, d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Annotations["fleet.drover.io/bundle-deployment"] == "" {
+			t.Fatalf("agent Deployment was not applied by its bundle: %v", d.Annotations)
+		}
+		// An unchanged pod template keeps the one ReplicaSet (and so the pod).
+		var rs appsv1.ReplicaSetList
+		if err := full.Client.List(ctx, &rs, client.InNamespace(agentNS)); err != nil {
+			t.Fatal(err)
+		}
+		if len(rs.Items) != 1 {
+			t.Errorf("%d agent ReplicaSets after adoption, want 1", len(rs.Items))
+		}
+		uid, _, err := agentPod(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uid != before {
+			t.Fatalf("agent pod replaced on adoption: %s → %s", before, uid)
+		}
+	})
+	t.Run("changing an agent setting rolls out a new pod", func(t *testing.T) {
+		const image = "ghcr.io/droverhq/drover:test-rollout"
+		patchCluster(t, fullName, func(c *fleetv1alpha1.Cluster) {
+			c.Spec.AgentImage = image
+			c.Spec.AgentEnv = []corev1.EnvVar{{Name: "DROVER_TEST", Value: "1"}}
+		})
+		eventually(t, 90*time.Second, func() error {
+			uid, img, err := agentPod(t)
+			if err != nil {
+				return err
+			}
+			if uid == before || img != image {
+				return fmt.Errorf("agent pod %s image %s, want a new pod with %s", uid, img, image)
+			}
+			return nil
+		})
+		agentBD(func(bd *fleetv1alpha1.BundleDeployment) error {
+			if !bd.Status.Ready || bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
+				return fmt.Errorf("agent bundle not applied: %+v", bd.Status)
+			}
+			return nil
+		})
+	})
+}
+
+// TestDeletingABundle: its BundleDeployments go, the agent removes what they applied, and the
+// content no Bundle lists any more is deleted.
+func TestDeletingABundle(t *testing.T) {
+	ctx := t.Context()
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "deleted"},
+		Spec: fleetv1alpha1.BundleSpec{Resources: raw(t, configMap("default", "deleted", map[string]string{"unique": t.Name()})),
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: plainName}}}}
+	if err := mgmt.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	content := ""
+	eventually(t, 30*time.Second, func() error {
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return err
+		}
+		if content = b.Status.Content; b.Status.Summary.Ready != 1 {
+			return fmt.Errorf("not ready: %+v", b.Status.Summary)
+		}
+		return nil
+	})
+	if !present(t, "default", "deleted")[plainName] {
+		t.Fatal("not applied downstream")
+	}
+	if err := mgmt.Client.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		if _, err := bundleDeployment(t, plainName, b.Name); !isNotFound(err) {
+			return fmt.Errorf("BundleDeployment still there: %w", err)
+		}
+		if present(t, "default", "deleted")[plainName] {
+			return fmt.Errorf("ConfigMap still downstream")
+		}
+		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: content}, &fleetv1alpha1.BundleContent{}); !isNotFound(err) {
+			return fmt.Errorf("content %s still there: %w", content, err)
+		}
+		return nil
+	})
+}

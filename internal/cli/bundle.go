@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+)
+
+func newBundleCommand() *cobra.Command {
+	var k kubeFlags
+	cmd := &cobra.Command{Use: "bundle", Short: "Deploy manifests to the clusters of a workspace"}
+	k.add(cmd)
+	cmd.AddCommand(newBundleApplyCommand(&k), newBundleStatusCommand(&k))
+	return cmd
+}
+
+// bundleClient is k.client with the default workspace as the default namespace.
+func bundleClient(k *kubeFlags) (client.Client, string, error) {
+	c, ns, err := k.client()
+	if err == nil && k.namespace == "" {
+		ns = fleetv1alpha1.DefaultWorkspaceNamespace
+	}
+	return c, ns, err
+}
+
+func newBundleApplyCommand(k *kubeFlags) *cobra.Command {
+	var (
+		dir, name, defaultNS, maxUnavailable   string
+		clusters, selectors, excludes          []string
+		force, correctDrift, keep, paused, dry bool
+	)
+	cmd := &cobra.Command{
+		Use:   "apply -f DIR --name NAME (--cluster NAME | --selector LABELS)...",
+		Short: "Create or update a Bundle from a directory of YAML/JSON manifests",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if name == "" {
+				name = filepath.Base(filepath.Clean(dir))
+			}
+			resources, err := ReadManifestDir(dir)
+			if err != nil {
+				return err
+			}
+			b := &fleetv1alpha1.Bundle{TypeMeta: metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "Bundle"},
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: fleetv1alpha1.BundleSpec{Resources: resources, DefaultNamespace: defaultNS, ForceConflicts: force,
+					CorrectDrift: correctDrift, KeepResources: keep, Rollout: fleetv1alpha1.BundleRollout{Paused: paused}}}
+			if maxUnavailable != "" {
+				v := intstr.Parse(maxUnavailable)
+				b.Spec.Rollout.MaxUnavailable = &v
+			}
+			for _, c := range clusters {
+				b.Spec.Targets = append(b.Spec.Targets, fleetv1alpha1.BundleTarget{ClusterName: c})
+			}
+			for _, s := range selectors {
+				sel, err := metav1.ParseToLabelSelector(s)
+				if err != nil {
+					return fmt.Errorf("--selector %q: %w", s, err)
+				}
+				b.Spec.Targets = append(b.Spec.Targets, fleetv1alpha1.BundleTarget{ClusterSelector: sel})
+			}
+			for _, s := range excludes {
+				sel, err := metav1.ParseToLabelSelector(s)
+				if err != nil {
+					return fmt.Errorf("--exclude %q: %w", s, err)
+				}
+				b.Spec.Exclude = append(b.Spec.Exclude, fleetv1alpha1.BundleTarget{ClusterSelector: sel})
+			}
+			if len(b.Spec.Targets) == 0 {
+				return errors.New("no targets: pass --cluster NAME or --selector LABELS")
+			}
+			if dry {
+				b.Namespace = k.namespace
+				out, err := yaml.Marshal(b)
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(out)
+				return err
+			}
+			c, ns, err := bundleClient(k)
+			if err != nil {
+				return err
+			}
+			b.Namespace = ns
+			cur := &fleetv1alpha1.Bundle{}
+			err = c.Get(cmd.Context(), client.ObjectKeyFromObject(b), cur)
+			switch {
+			case apierrors.IsNotFound(err):
+				if err := c.Create(cmd.Context(), b); err != nil {
+					return fmt.Errorf("create bundle: %w", err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "bundle %s/%s created (%d resources)\n", ns, name, len(resources))
+			case err != nil:
+				return err
+			default:
+				cur.Spec = b.Spec
+				if err := c.Update(cmd.Context(), cur); err != nil {
+					return fmt.Errorf("update bundle: %w", err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "bundle %s/%s updated (%d resources)\n", ns, name, len(resources))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&dir, "file", "f", "", "directory of YAML/JSON manifest files (multi-document YAML allowed)")
+	f.StringVar(&name, "name", "", "bundle name (default: the directory's name)")
+	f.StringArrayVar(&clusters, "cluster", nil, "target the Cluster of this name (repeatable)")
+	f.StringArrayVar(&selectors, "selector", nil, "target Clusters matching this label selector, e.g. env=prod,tier in (a,b) (repeatable)")
+	f.StringArrayVar(&excludes, "exclude", nil, "exclude Clusters matching this label selector (repeatable)")
+	f.StringVar(&defaultNS, "default-namespace", "", "namespace of namespaced manifests without one (default: default)")
+	f.BoolVar(&force, "force-conflicts", false, "take over fields other field managers own downstream")
+	f.BoolVar(&correctDrift, "correct-drift", false, "re-apply resources changed downstream")
+	f.BoolVar(&keep, "keep-resources", false, "leave resources downstream when a cluster stops being targeted")
+	f.BoolVar(&paused, "paused", false, "do not update clusters that already have the bundle")
+	f.StringVar(&maxUnavailable, "max-unavailable", "", "clusters (number or percentage) that may be updating at once")
+	f.BoolVar(&dry, "dry-run", false, "print the Bundle instead of applying it")
+	_ = cmd.MarkFlagRequired("file")
+	return cmd
+}
+
+// ReadManifestDir reads the *.yaml, *.yml and *.json files of dir, in name order, as manifests.
+func ReadManifestDir(dir string) ([]runtime.RawExtension, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range entries {
+		switch strings.ToLower(filepath.Ext(e.Name())) {
+		case ".yaml", ".yml", ".json":
+			if !e.IsDir() {
+				files = append(files, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	sort.Strings(files)
+	var out []runtime.RawExtension
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for i := 0; ; i++ {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("%s document %d: %w", path, i, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+				return nil, fmt.Errorf("%s document %d: apiVersion, kind and metadata.name are required", path, i)
+			}
+			b, err := u.MarshalJSON()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, runtime.RawExtension{Raw: b})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no manifests in %s", dir)
+	}
+	return out, nil
+}
+
+func newBundleStatusCommand(k *kubeFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show where a Bundle is deployed and which clusters are not ready",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := bundleClient(k)
+			if err != nil {
+				return err
+			}
+			b := &fleetv1alpha1.Bundle{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, b); err != nil {
+				return err
+			}
+			return printBundleStatus(cmd.OutOrStdout(), b)
+		},
+	}
+}
+
+func printBundleStatus(w io.Writer, b *fleetv1alpha1.Bundle) error {
+	s := b.Status.Summary
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Bundle:\t%s/%s\n", b.Namespace, b.Name)
+	fmt.Fprintf(tw, "Content:\t%s\n", b.Status.Content)
+	fmt.Fprintf(tw, "Deployment ID:\t%s\n", b.Status.DeploymentID)
+	fmt.Fprintf(tw, "Clusters:\t%d targeted, %d ready, %d pending, %d modified, %d errored, %d out of date\n",
+		s.DesiredReady, s.Ready, s.Pending, s.Modified, s.ErrApplied, s.OutOfDate)
+	for _, c := range b.Status.Conditions {
+		fmt.Fprintf(tw, "Condition %s:\t%s (%s) %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(s.NonReadyClusters) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nCLUSTER\tSTATE\tMESSAGE")
+		for _, c := range s.NonReadyClusters {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.State, c.Message)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
