@@ -12,5 +12,7 @@ func ptrTime(t time.Time) *metav1.Time { return &metav1.Time{Time: t.Truncate(ti
 
 func isAuth(err error) bool {
 	var s apierrors.APIStatus
-	return errors.As(err, &s) && (apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err))
+	// NotFound: the Cluster was deleted, and the credential with it (its ServiceAccount may
+	// still be seen for a moment); stop working so the agent re-checks its credential.
+	return errors.As(err, &s) && (apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err))
 }

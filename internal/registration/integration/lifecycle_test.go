@@ -43,7 +43,7 @@ func TestAgentRestartRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		a = startAgent(outer, downstream.Config, agentNS, "restart-"+ws)
-		eventually(t, 20*time.Second, func() error {
+		eventually(t, 60*time.Second, func() error {
 			if st := agentStatus(t, downstream.Client, agentNS); st["reason"] != fleetv1alpha1.ReasonRegistered {
 				return fmt.Errorf("agent status %v", st)
 			}
@@ -62,7 +62,7 @@ func TestAgentRestartRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		var st map[string]string
-		eventually(t, 30*time.Second, func() error {
+		eventually(t, 60*time.Second, func() error {
 			if st = agentStatus(t, downstream.Client, agentNS); st["reason"] != fleetv1alpha1.ReasonCredentialRevoked {
 				return fmt.Errorf("agent status %v", st)
 			}
