@@ -47,7 +47,7 @@ func (o *hostedOptions) addFlags(f *pflag.FlagSet) {
 		f.Float64Var(&r.QPS, p.name+"-api-qps", p.rate.QPS, strings.ToUpper(p.name)+" API requests per second per "+p.what+" (token bucket refill; 0: unlimited)")
 		f.IntVar(&r.Burst, p.name+"-api-burst", p.rate.Burst, strings.ToUpper(p.name)+" API token bucket size per "+p.what)
 	}
-	f.BoolVar(&o.registerLocal, "register-local", true, "register the cluster drover runs in as the fleet cluster \"local\"")
+	f.BoolVar(&o.registerLocal, "register-local", true, "register the cluster drover runs in as the fleet cluster \"local\" (default off with the embedded control plane, which has no nodes to run an agent)")
 	f.Float64Var(&o.jitter, "refresh-jitter", 0.1, "fraction of the refresh interval added at random, so clusters do not refresh in the same second")
 	f.DurationVar(&o.pollInterval, "hosted-poll-interval", 30*time.Second, "how often a hosted cluster with work in progress is re-read")
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -29,6 +30,11 @@ kube-controller-manager) under --data-dir and writes an admin kubeconfig to
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setupLogging(verbose)
+			// The embedded control plane has no nodes, so an agent installed into it could never
+			// run: registering it as "local" would only show a cluster waiting forever.
+			if opts.Kubeconfig == "" && !inCluster() && !cmd.Flags().Changed("register-local") {
+				hostedOpts.registerLocal = false
+			}
 			opts.Controllers = append(opts.Controllers, hostedOpts.controllers()...)
 			return server.Run(cmd.Context(), opts, cmd.OutOrStdout())
 		},
@@ -53,4 +59,9 @@ func setupLogging(verbose bool) {
 	}
 	l := zap.New(zap.Level(level))
 	ctrl.SetLogger(l)
+}
+
+func inCluster() bool {
+	_, err := rest.InClusterConfig()
+	return err == nil
 }
