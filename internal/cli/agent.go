@@ -42,6 +42,7 @@ func newAgentCommand() *cobra.Command {
 	f.StringVar(&opts.ClientID, "client-id", "", "clientID (default: the agent ConfigMap's, else the kube-system namespace UID)")
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one active replica")
 	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 0, "check-in interval (default 1m)")
+	f.DurationVar(&opts.DriftInterval, "drift-interval", 0, "how often applied resources are checked for drift (default 30s)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(newAgentInstallCommand())
 	return cmd
