@@ -345,7 +345,7 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	ps.recordBase(applied, newConfig, result.Push, done)
 	ps.reportConflicts(result)
 	for _, ch := range result.Reverts {
-		if contains(done, ch.Path) {
+		if merge.Has(done, ch.Path) {
 			ps.event(corev1.EventTypeNormal, "DriftReverted", "Reverted", "%s.%s changed at the provider to %s; reverted to %s (syncPolicy enforce)", p.Name()+"Config", ch.Path, show(ch.Upstream, ch.HasUpstream), show(ch.Config, ch.HasConfig))
 		}
 	}
@@ -385,7 +385,7 @@ func (ps *pass) recordBase(applied, config map[string]any, push, done []merge.Ch
 	schema := ps.p.Schema()
 	base := deepCopyTree(config)
 	for _, ch := range push {
-		if contains(done, ch.Path) {
+		if merge.Has(done, ch.Path) {
 			continue
 		}
 		v, ok := schema.Get(applied, ch.Path)

@@ -110,15 +110,6 @@ func join(p []string) string {
 	return s
 }
 
-func contains(changes []merge.Change, p merge.Path) bool {
-	for _, c := range changes {
-		if reflect.DeepEqual(c.Path, p) {
-			return true
-		}
-	}
-	return false
-}
-
 func show(v any, has bool) string {
 	if !has {
 		return "(absent)"

@@ -156,11 +156,11 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 			return nil, nil, classify(op, err)
 		}
 		handled = append(handled, gone...)
-		return handled, &hosted.Started{ID: operationID(op), What: fmt.Sprintf("%s on AKS cluster %s (%s)", op, name, paths(handled))}, nil
+		return handled, &hosted.Started{ID: operationID(op), What: fmt.Sprintf("%s on AKS cluster %s (%s)", op, name, merge.Describe(handled))}, nil
 	}
 
-	tags := changesUnder(push, "tags")
-	clusterPut := append(changesUnder(push, "kubernetesVersion"), changesUnder(push, "authorizedIPRanges")...)
+	tags := merge.Under(push, "tags")
+	clusterPut := append(merge.Under(push, "kubernetesVersion"), merge.Under(push, "authorizedIPRanges")...)
 	if len(clusterPut) > 0 {
 		mc := s.clusterBody(eff)
 		_, err := s.clusters.BeginCreateOrUpdate(ctx, rg, name, mc, nil)
@@ -173,7 +173,7 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 
 	byPool := map[string][]merge.Change{}
 	var order []string
-	for _, ch := range changesUnder(push, "nodePools") {
+	for _, ch := range merge.Under(push, "nodePools") {
 		if len(ch.Path) < 2 {
 			continue
 		}
@@ -341,25 +341,6 @@ func orEmpty(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return maps.Clone(m)
-}
-
-// changesUnder returns the changes whose path starts with field.
-func changesUnder(push []merge.Change, field string) []merge.Change {
-	var out []merge.Change
-	for _, c := range push {
-		if c.Path.Top() == field {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func paths(cs []merge.Change) string {
-	out := make([]string, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, c.Path.String())
-	}
-	return strings.Join(out, ", ")
 }
 
 // operationID names a started operation by what it changes: "aks:cluster:<n>" or

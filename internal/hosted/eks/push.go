@@ -106,13 +106,13 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 	var done []merge.Change
 
 	// Synchronous: tags on the cluster and on existing node groups.
-	if tags := changesUnder(push, "tags"); len(tags) > 0 {
+	if tags := merge.Under(push, "tags"); len(tags) > 0 {
 		if err := s.retag(ctx, s.arn, tags); err != nil {
 			return done, nil, err
 		}
 		done = append(done, tags...)
 	}
-	for _, ch := range changesUnder(push, "nodeGroups") {
+	for _, ch := range merge.Under(push, "nodeGroups") {
 		if len(ch.Path) >= 4 && ch.Path[2].Field == "tags" && s.ngARN[ch.Path[1].Key] != "" {
 			if err := s.retag(ctx, s.ngARN[ch.Path[1].Key], []merge.Change{ch}); err != nil {
 				return done, nil, err
@@ -125,15 +125,15 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 		if err != nil {
 			return done, nil, classify(op, err)
 		}
-		return append(done, handled...), &hosted.Started{ID: id, What: fmt.Sprintf("%s on EKS cluster %s (%s)", op, name, paths(handled))}, nil
+		return append(done, handled...), &hosted.Started{ID: id, What: fmt.Sprintf("%s on EKS cluster %s (%s)", op, name, merge.Describe(handled))}, nil
 	}
 
-	if ch := changesUnder(push, "kubernetesVersion"); len(ch) > 0 {
+	if ch := merge.Under(push, "kubernetesVersion"); len(ch) > 0 {
 		out, err := s.api.UpdateClusterVersion(ctx, &awseks.UpdateClusterVersionInput{Name: &name, Version: eff.KubernetesVersion})
 		return start("UpdateClusterVersion", ch, updateID(out, err), err)
 	}
-	access := append(changesUnder(push, "publicAccess"), changesUnder(push, "privateAccess")...)
-	cidrs := changesUnder(push, "publicAccessSources")
+	access := append(merge.Under(push, "publicAccess"), merge.Under(push, "privateAccess")...)
+	cidrs := merge.Under(push, "publicAccessSources")
 	if len(access) > 0 || len(cidrs) > 0 {
 		vpc := &types.VpcConfigRequest{}
 		if len(access) > 0 {
@@ -145,15 +145,15 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 		out, err := s.api.UpdateClusterConfig(ctx, &awseks.UpdateClusterConfigInput{Name: &name, ResourcesVpcConfig: vpc})
 		return start("UpdateClusterConfig", append(access, cidrs...), updateConfigID(out, err), err)
 	}
-	if ch := changesUnder(push, "loggingTypes"); len(ch) > 0 {
+	if ch := merge.Under(push, "loggingTypes"); len(ch) > 0 {
 		out, err := s.api.UpdateClusterConfig(ctx, &awseks.UpdateClusterConfigInput{Name: &name, Logging: logging(eff.LoggingTypes)})
 		return start("UpdateClusterConfig", ch, updateConfigID(out, err), err)
 	}
 
 	byGroup := map[string][]merge.Change{}
 	var order []string
-	for _, ch := range changesUnder(push, "nodeGroups") {
-		if len(ch.Path) < 2 || slices.ContainsFunc(done, func(d merge.Change) bool { return d.Path.String() == ch.Path.String() }) {
+	for _, ch := range merge.Under(push, "nodeGroups") {
+		if len(ch.Path) < 2 || merge.Has(done, ch.Path) {
 			continue
 		}
 		n := ch.Path[1].Key
@@ -284,12 +284,4 @@ func updateConfigID(out *awseks.UpdateClusterConfigOutput, err error) string {
 		return ""
 	}
 	return aws.ToString(out.Update.Id)
-}
-
-func paths(cs []merge.Change) string {
-	var out []string
-	for _, c := range cs {
-		out = append(out, c.Path.String())
-	}
-	return fmt.Sprint(out)
 }

@@ -16,7 +16,6 @@ import (
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted"
-	"github.com/droverhq/drover/internal/hosted/merge"
 )
 
 // API is the part of the eks client the provider uses; *awseks.Client implements it.
@@ -314,16 +313,5 @@ func nonNil(s []string) []string {
 	}
 	out := slices.Clone(s)
 	sort.Strings(out)
-	return out
-}
-
-// changesUnder returns the changes whose path starts with field.
-func changesUnder(push []merge.Change, field string) []merge.Change {
-	var out []merge.Change
-	for _, c := range push {
-		if c.Path.Top() == field {
-			out = append(out, c)
-		}
-	}
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	container "google.golang.org/api/container/v1"
 	"k8s.io/utils/ptr"
@@ -113,7 +112,7 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 
 	// With autoscaling on, the autoscaler owns the node count: a size change is settled without
 	// a call (the next refresh adopts what the autoscaler did), never fought.
-	for _, ch := range changesUnder(push, "nodePools") {
+	for _, ch := range merge.Under(push, "nodePools") {
 		if len(ch.Path) == 3 && ch.Path[2].Field == "initialNodeCount" {
 			if np := pool(eff, ch.Path[1].Key); np != nil && autoscaled(np) && s.poolStatus[np.Name] != "" {
 				done = append(done, ch)
@@ -125,22 +124,22 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 		if err != nil {
 			return done, nil, classify(method, err)
 		}
-		return append(done, handled...), &hosted.Started{ID: op.Name, What: fmt.Sprintf("%s on GKE cluster %s (%s)", method, s.cfg.ClusterName, paths(handled))}, nil
+		return append(done, handled...), &hosted.Started{ID: op.Name, What: fmt.Sprintf("%s on GKE cluster %s (%s)", method, s.cfg.ClusterName, merge.Describe(handled))}, nil
 	}
 
-	if ch := changesUnder(push, "kubernetesVersion"); len(ch) > 0 {
+	if ch := merge.Under(push, "kubernetesVersion"); len(ch) > 0 {
 		op, err := s.api.UpdateMaster(ctx, name, &container.UpdateMasterRequest{MasterVersion: ptr.Deref(eff.KubernetesVersion, "")})
 		return start("clusters.updateMaster", ch, op, err)
 	}
-	if ch := changesUnder(push, "loggingService"); len(ch) > 0 {
+	if ch := merge.Under(push, "loggingService"); len(ch) > 0 {
 		op, err := s.api.SetLogging(ctx, name, &container.SetLoggingServiceRequest{LoggingService: ptr.Deref(eff.LoggingService, "")})
 		return start("clusters.setLogging", ch, op, err)
 	}
-	if ch := changesUnder(push, "monitoringService"); len(ch) > 0 {
+	if ch := merge.Under(push, "monitoringService"); len(ch) > 0 {
 		op, err := s.api.SetMonitoring(ctx, name, &container.SetMonitoringServiceRequest{MonitoringService: ptr.Deref(eff.MonitoringService, "")})
 		return start("clusters.setMonitoring", ch, op, err)
 	}
-	if ch := changesUnder(push, "masterAuthorizedNetworks"); len(ch) > 0 {
+	if ch := merge.Under(push, "masterAuthorizedNetworks"); len(ch) > 0 {
 		man := authorizedNetworks(eff.MasterAuthorizedNetworks)
 		if man == nil {
 			man = &container.MasterAuthorizedNetworksConfig{ForceSendFields: []string{"Enabled"}}
@@ -148,15 +147,15 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 		op, err := s.api.UpdateCluster(ctx, name, &container.UpdateClusterRequest{Update: &container.ClusterUpdate{DesiredMasterAuthorizedNetworksConfig: man}})
 		return start("clusters.update", ch, op, err)
 	}
-	if ch := changesUnder(push, "locations"); len(ch) > 0 {
+	if ch := merge.Under(push, "locations"); len(ch) > 0 {
 		op, err := s.api.SetLocations(ctx, name, &container.SetLocationsRequest{Locations: eff.Locations})
 		return start("clusters.setLocations", ch, op, err)
 	}
-	if ch := changesUnder(push, "labels"); len(ch) > 0 {
+	if ch := merge.Under(push, "labels"); len(ch) > 0 {
 		op, err := s.api.SetResourceLabels(ctx, name, &container.SetLabelsRequest{ResourceLabels: orEmpty(eff.Labels), LabelFingerprint: s.labelFingerprint})
 		return start("clusters.setResourceLabels", ch, op, err)
 	}
-	if ch := changesUnder(push, "maintenanceWindow"); len(ch) > 0 {
+	if ch := merge.Under(push, "maintenanceWindow"); len(ch) > 0 {
 		mp := maintenancePolicy(ptr.To(ptr.Deref(eff.MaintenanceWindow, "")), s.maintenanceRV)
 		op, err := s.api.SetMaintenancePolicy(ctx, name, &container.SetMaintenancePolicyRequest{MaintenancePolicy: mp})
 		return start("clusters.setMaintenancePolicy", ch, op, err)
@@ -164,8 +163,8 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 
 	byPool := map[string][]merge.Change{}
 	var order []string
-	for _, ch := range changesUnder(push, "nodePools") {
-		if len(ch.Path) < 2 || containsPath(done, ch.Path) {
+	for _, ch := range merge.Under(push, "nodePools") {
+		if len(ch.Path) < 2 || merge.Has(done, ch.Path) {
 			continue
 		}
 		n := ch.Path[1].Key
@@ -280,28 +279,4 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-// changesUnder returns the changes whose path starts with field.
-func changesUnder(push []merge.Change, field string) []merge.Change {
-	var out []merge.Change
-	for _, c := range push {
-		if c.Path.Top() == field {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func containsPath(changes []merge.Change, p merge.Path) bool {
-	s := p.String()
-	return slices.ContainsFunc(changes, func(c merge.Change) bool { return c.Path.String() == s })
-}
-
-func paths(cs []merge.Change) string {
-	out := make([]string, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, c.Path.String())
-	}
-	return strings.Join(out, ", ")
 }
