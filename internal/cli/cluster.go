@@ -177,26 +177,13 @@ func newClusterImportCommand(k *kubeFlags) *cobra.Command {
 			if displayName == "" {
 				displayName = name
 			}
-			c, ns, err := k.client()
-			if err != nil {
-				return err
-			}
 			cl := &v1.Cluster{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				ObjectMeta: metav1.ObjectMeta{Name: name},
 				Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{
 					DisplayName: displayName, Region: region, Imported: true, CredentialSecret: credential,
 				}},
 			}
-			if err := (eks.Provider{}).Validate(cl); err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
-			if err := c.Create(ctx, cl); err != nil {
-				return fmt.Errorf("create cluster %s/%s: %w", ns, name, err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Imported EKS cluster %s (%s) as %s/%s; nothing is managed until you change a field. Watch it with: drover cluster get %s -n %s\n", displayName, region, ns, name, name, ns)
-			return nil
+			return importCluster(cmd, k, eks.Provider{}, cl, fmt.Sprintf("EKS cluster %s (%s)", displayName, region))
 		},
 	}
 	f := eksCmd.Flags()
@@ -232,21 +219,7 @@ func newClusterImportGKECommand(k *kubeFlags) *cobra.Command {
 					ClusterName: clusterName, ProjectID: project, Region: region, Zone: zone, Imported: true, CredentialSecret: credential,
 				}},
 			}
-			if err := (gke.Provider{}).Validate(cl); err != nil {
-				return err
-			}
-			c, ns, err := k.client()
-			if err != nil {
-				return err
-			}
-			cl.Namespace = ns
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
-			if err := c.Create(ctx, cl); err != nil {
-				return fmt.Errorf("create cluster %s/%s: %w", ns, name, err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Imported GKE cluster %s (project %s, %s) as %s/%s; nothing is managed until you change a field. Watch it with: drover cluster get %s -n %s\n", clusterName, project, region+zone, ns, name, name, ns)
-			return nil
+			return importCluster(cmd, k, gke.Provider{}, cl, fmt.Sprintf("GKE cluster %s (project %s, %s)", clusterName, project, region+zone))
 		},
 	}
 	f := cmd.Flags()
@@ -299,21 +272,7 @@ func newClusterImportAKSCommand(k *kubeFlags) *cobra.Command {
 					ClusterName: clusterName, ResourceGroup: resourceGroup, ResourceLocation: location, Imported: true, CredentialSecret: credential,
 				}},
 			}
-			if err := (aks.Provider{}).Validate(cl); err != nil {
-				return err
-			}
-			c, ns, err := k.client()
-			if err != nil {
-				return err
-			}
-			cl.Namespace = ns
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
-			if err := c.Create(ctx, cl); err != nil {
-				return fmt.Errorf("create cluster %s/%s: %w", ns, name, err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Imported AKS cluster %s (resource group %s, %s) as %s/%s; nothing is managed until you change a field. Watch it with: drover cluster get %s -n %s\n", clusterName, resourceGroup, location, ns, name, name, ns)
-			return nil
+			return importCluster(cmd, k, aks.Provider{}, cl, fmt.Sprintf("AKS cluster %s (resource group %s, %s)", clusterName, resourceGroup, location))
 		},
 	}
 	f := cmd.Flags()
@@ -323,4 +282,24 @@ func newClusterImportAKSCommand(k *kubeFlags) *cobra.Command {
 	f.StringVar(&location, "location", "", "Azure region, e.g. westeurope (required)")
 	f.StringVar(&credential, "credential", "", "Secret in the namespace with tenantID, subscriptionID, clientID and clientSecret (required)")
 	return cmd
+}
+
+// importCluster validates an imported Cluster, creates it in the namespace of the kubeconfig
+// context (or -n) and says what happens next.
+func importCluster(cmd *cobra.Command, k *kubeFlags, p hosted.Provider, cl *v1.Cluster, what string) error {
+	if err := p.Validate(cl); err != nil {
+		return err
+	}
+	c, ns, err := k.client()
+	if err != nil {
+		return err
+	}
+	cl.Namespace = ns
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	defer cancel()
+	if err := c.Create(ctx, cl); err != nil {
+		return fmt.Errorf("create cluster %s/%s: %w", ns, cl.Name, err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Imported %s as %s/%s; nothing is managed until you change a field. Watch it with: drover cluster get %s -n %s\n", what, ns, cl.Name, cl.Name, ns)
+	return nil
 }
