@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
-	apierrors "k8s.io/apimachinery/pkg/api/equality"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -26,6 +27,11 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 )
+
+// Finalizer keeps a Bundle until its BundleDeployments and unused contents are deleted: they
+// live in other namespaces, so owner references cannot clean them up, and a Bundle deleted
+// while drover is down would otherwise leave them behind.
+const Finalizer = "fleet.drover.io/bundle"
 
 // bundleIndex indexes BundleDeployments by "<bundle namespace>/<bundle name>".
 const bundleIndex = "bundle"
@@ -196,7 +202,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				unused = append(unused, ref.Name)
 			}
 		}
-		return ctrl.Result{}, r.deleteUnused(ctx, req.Namespace, req.Name, unused)
+		if err := r.deleteUnused(ctx, req.Namespace, req.Name, unused); err != nil {
+			return ctrl.Result{}, err
+		}
+		if b.Name != "" && controllerutil.ContainsFinalizer(b, Finalizer) {
+			patch := client.MergeFrom(b.DeepCopy())
+			controllerutil.RemoveFinalizer(b, Finalizer)
+			if err := r.Client.Patch(ctx, b, patch); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+			}
+		}
+		return ctrl.Result{}, nil
+	}
+	if !controllerutil.ContainsFinalizer(b, Finalizer) {
+		patch := client.MergeFrom(b.DeepCopy())
+		controllerutil.AddFinalizer(b, Finalizer)
+		if err := r.Client.Patch(ctx, b, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
 	}
 	log := ctrl.LoggerFrom(ctx)
 	before := b.DeepCopy()
@@ -246,7 +269,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !readyAt(bd, bd.Spec.DeploymentID) {
 			unavailable++
 		}
-		if !apierrors.Semantic.DeepEqual(bd.Spec, spec) {
+		if !equality.Semantic.DeepEqual(bd.Spec, spec) {
 			outdated = append(outdated, bd)
 		}
 	}
@@ -322,7 +345,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			b.Status.Contents = append(b.Status.Contents, ref.Name)
 		}
 	}
-	if !apierrors.Semantic.DeepEqual(before.Status, b.Status) {
+	if !equality.Semantic.DeepEqual(before.Status, b.Status) {
 		if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
@@ -406,7 +429,7 @@ func (r *Reconciler) ensureContent(ctx context.Context, b *fleetv1alpha1.Bundle)
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(fleetv1alpha1.GroupVersion.WithKind("BundleContent"))
 	err = r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: name}, m)
-	if err == nil || !kerrors.IsNotFound(err) {
+	if err == nil || !apierrors.IsNotFound(err) {
 		return name, err
 	}
 	bc := &fleetv1alpha1.BundleContent{

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/deployer"
+	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/bundle/agentmgmt"
 	"github.com/droverhq/drover/test/envtest"
 )
@@ -338,6 +340,11 @@ func TestDeletingABundle(t *testing.T) {
 	})
 	if !present(t, "default", "deleted")[plainName] {
 		t.Fatal("not applied downstream")
+	}
+	// The finalizer makes the cleanup below happen even if the Bundle is deleted while the
+	// controller is down.
+	if !slices.Contains(b.Finalizers, bundle.Finalizer) {
+		t.Fatalf("Bundle has no %s finalizer: %v", bundle.Finalizer, b.Finalizers)
 	}
 	if err := mgmt.Client.Delete(ctx, b); err != nil {
 		t.Fatal(err)
