@@ -39,7 +39,8 @@ func TestAgentRestartRules(t *testing.T) {
 
 	t.Run("working credential: no re-registration", func(t *testing.T) {
 		a.stop()
-		if err := downstream.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: "drover-agent-status"}}); err != nil {
+		// The first agent may have been stopped before it wrote its status: start clean either way.
+		if err := downstream.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: "drover-agent-status"}}); client.IgnoreNotFound(err) != nil {
 			t.Fatal(err)
 		}
 		a = startAgent(outer, downstream.Config, agentNS, "restart-"+ws)
