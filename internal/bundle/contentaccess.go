@@ -18,9 +18,9 @@ import (
 	"github.com/droverhq/drover/internal/registration/names"
 )
 
-// ContentAccessReconciler keeps, per Cluster, the Role names.ClusterContentRole in the
-// workspace namespace: get on exactly the BundleContents the cluster's BundleDeployments
-// reference. Registration binds it to the cluster's current request identity.
+// ContentAccessReconciler keeps, per Cluster, the rules of the Role names.ClusterAccessRole in
+// the workspace namespace: the agent's status rule plus get on exactly the BundleContents the
+// cluster's BundleDeployments reference. Registration creates and binds it.
 type ContentAccessReconciler struct {
 	Client client.Client
 
@@ -44,7 +44,7 @@ func (r *ContentAccessReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile writes the cluster's content Role.
+// Reconcile writes the cluster's access Role.
 func (r *ContentAccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &fleetv1alpha1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
@@ -71,18 +71,16 @@ func (r *ContentAccessReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if done {
 		return ctrl.Result{}, nil
 	}
-	name := names.ClusterContentRole(c.Name)
 	labels := clusterctrl.Labels(c)
 	labels[fleetv1alpha1.ManagedLabel] = "true"
-	role := rbacv1ac.Role(name, c.Namespace).WithLabels(labels)
-	// No names, no rule: a rule without resourceNames would grant every BundleContent.
+	role := rbacv1ac.Role(names.ClusterAccessRole(c.Name), c.Namespace).WithLabels(labels)
 	role.Rules = []rbacv1ac.PolicyRuleApplyConfiguration{}
-	if len(contents) > 0 {
-		role.WithRules(rbacv1ac.PolicyRule().WithAPIGroups(fleetv1alpha1.GroupVersion.Group).
-			WithResources("bundlecontents").WithResourceNames(contents...).WithVerbs("get"))
+	for _, rule := range clusterctrl.AccessRules(c, contents...) {
+		role.WithRules(rbacv1ac.PolicyRule().WithAPIGroups(rule.APIGroups...).WithResources(rule.Resources...).
+			WithResourceNames(rule.ResourceNames...).WithVerbs(rule.Verbs...))
 	}
 	if err := r.Client.Apply(ctx, role, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return ctrl.Result{}, fmt.Errorf("apply content role: %w", err)
+		return ctrl.Result{}, fmt.Errorf("apply cluster access role: %w", err)
 	}
 	r.mu.Lock()
 	r.applied[req.NamespacedName] = key

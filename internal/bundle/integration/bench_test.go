@@ -296,7 +296,7 @@ func benchBundle(b *testing.B, n int) {
 		}
 		k := 0
 		for _, r := range roles.Items {
-			if strings.HasSuffix(r.Name, "-content") && len(r.Rules) == 1 && len(r.Rules[0].ResourceNames) == 2 {
+			if strings.HasPrefix(r.Name, "drover-cluster-") && len(r.Rules) == 2 && len(r.Rules[1].ResourceNames) == 2 {
 				k++
 			}
 		}
@@ -304,9 +304,9 @@ func benchBundle(b *testing.B, n int) {
 			return fmt.Errorf("%d/%d content roles", k, n)
 		}
 		rolesDone = time.Since(start)
-		return m.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: names.ClusterContentRole("c-0000")}, role)
+		return m.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: names.ClusterAccessRole("c-0000")}, role)
 	})
-	if len(contents.Items) != 1 || inline != 0 || len(role.Rules) != 1 || !slices.Contains(role.Rules[0].ResourceNames, contents.Items[0].Name) {
+	if len(contents.Items) != 1 || inline != 0 || len(role.Rules) != 2 || !slices.Contains(role.Rules[1].ResourceNames, contents.Items[0].Name) {
 		b.Fatalf("content stored %d times, %d inline manifests, content role %+v", len(contents.Items), inline, role.Rules)
 	}
 	stopChild()

@@ -82,6 +82,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, kube.PatchStatus(ctx, r.Client, c, before)
 }
 
+// AccessRules are the rules of c's names.ClusterAccessRole: patch c's status and get the named
+// BundleContents. Without names there is no content rule: one without resourceNames would
+// grant every BundleContent.
+func AccessRules(c *fleetv1alpha1.Cluster, contents ...string) []rbacv1.PolicyRule {
+	fleet := fleetv1alpha1.GroupVersion.Group
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{fleet}, Resources: []string{"clusters/status"}, ResourceNames: []string{c.Name}, Verbs: []string{"patch"}}}
+	if len(contents) > 0 {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{fleet}, Resources: []string{"bundlecontents"}, ResourceNames: contents, Verbs: []string{"get"}})
+	}
+	return rules
+}
+
 // Labels are the labels of every object created for c.
 func Labels(c *fleetv1alpha1.Cluster) map[string]string {
 	return map[string]string{

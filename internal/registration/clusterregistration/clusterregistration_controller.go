@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -83,30 +82,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterregistration").
+		// No watch on Clusters: a grant never waits for the cluster controller (it creates the
+		// cluster namespace itself), and re-queueing registrations on every Cluster status
+		// change re-granted those whose grant the cache had not seen yet.
 		For(&fleetv1alpha1.ClusterRegistration{}).
-		// A registration waiting for its Cluster's namespace continues when the Cluster has one.
-		Watches(&fleetv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.registrationsOf)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
-}
-
-func (r *Reconciler) registrationsOf(ctx context.Context, o client.Object) []reconcile.Request {
-	c := o.(*fleetv1alpha1.Cluster)
-	if c.Spec.ClientID == "" || c.Status.Namespace == "" {
-		return nil
-	}
-	var list fleetv1alpha1.ClusterRegistrationList
-	if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{ClientIDIndex: c.Spec.ClientID}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing ClusterRegistrations of a Cluster")
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, cr := range list.Items {
-		if !cr.Status.Granted {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&cr)})
-		}
-	}
-	return reqs
 }
 
 // Reconcile grants one registration.
@@ -338,7 +319,7 @@ func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistr
 	regLabels[fleetv1alpha1.RegistrationLabel] = cr.Name
 	regLabels[fleetv1alpha1.TokenLabel] = cr.Labels[fleetv1alpha1.TokenLabel]
 	secretName := names.RegistrationSecretName(cr.Spec.ClientID, cr.Spec.ClientRandom)
-	statusRole := names.ClusterStatusRole(c.Name)
+	accessRole := names.ClusterAccessRole(c.Name)
 	fleet := fleetv1alpha1.GroupVersion.Group
 
 	// Independent objects: applied concurrently, which roughly halves a grant's latency.
@@ -352,14 +333,14 @@ func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistr
 			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{sa}, Verbs: []string{"create"}}),
 		// The binding names only the current request identity: re-registration revokes the old one.
 		kube.RoleBinding(ns, names.AgentRole, labels, names.AgentRole, ns, sa),
-		kube.Role(c.Namespace, statusRole, labels,
-			rbacv1.PolicyRule{APIGroups: []string{fleet}, Resources: []string{"clusters/status"}, ResourceNames: []string{c.Name}, Verbs: []string{"patch"}}),
-		kube.RoleBinding(c.Namespace, statusRole, labels, statusRole, ns, sa),
-		// Bound now, filled by the bundle controller with the names of the BundleContents this
-		// cluster's BundleDeployments reference (until then the Role has no rules, or no Role).
-		kube.RoleBinding(c.Namespace, names.ClusterContentRole(c.Name), labels, names.ClusterContentRole(c.Name), ns, sa),
+		kube.RoleBinding(c.Namespace, accessRole, labels, accessRole, ns, sa),
 	); err != nil {
 		return err
+	}
+	// Created with the status rule when missing, never overwritten: the bundle controller owns
+	// its rules from then on (adding the BundleContents the cluster's deployments reference).
+	if err := kube.CreateIfAbsent(ctx, r.Client, kube.Role(c.Namespace, accessRole, labels, clusterctrl.AccessRules(c)...)); err != nil {
+		return fmt.Errorf("create cluster access role: %w", err)
 	}
 	token, exp, err := kube.RequestToken(ctx, r.Client, ns, sa, r.RequestTokenTTL)
 	if err != nil {

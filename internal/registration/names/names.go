@@ -50,16 +50,13 @@ func ImportServiceAccount(token, uid string) string {
 // ImportTokenName is the ClusterRegistrationToken the importer creates for a Cluster.
 func ImportTokenName(cluster string) string { return SafeConcat("import", cluster) }
 
-// ClusterStatusRole is the per-cluster Role in the workspace namespace letting the current
-// request identity patch its own Cluster's status.
-func ClusterStatusRole(cluster string) string { return SafeConcat("drover-cluster", cluster, "status") }
-
-// ClusterContentRole is the per-cluster Role in the workspace namespace letting the current
-// request identity get exactly the BundleContents its BundleDeployments reference. Registration
-// binds it; the bundle controller keeps its rule's resourceNames up to date.
-func ClusterContentRole(cluster string) string {
-	return SafeConcat("drover-cluster", cluster, "content")
-}
+// ClusterAccessRole is the per-cluster Role (and RoleBinding) in the workspace namespace for
+// the current request identity: patch its own Cluster's status, and get exactly the
+// BundleContents its BundleDeployments reference. Registration creates it with the status rule
+// and binds it; the bundle controller keeps the content rule's resourceNames up to date. One
+// Role and one binding per cluster, not two: every request an agent makes in the workspace
+// namespace is authorized by scanning that namespace's RoleBindings.
+func ClusterAccessRole(cluster string) string { return SafeConcat("drover-cluster", cluster) }
 
 // AgentRole is the Role (and RoleBinding) in a cluster namespace for the request identity.
 const AgentRole = "drover-agent"

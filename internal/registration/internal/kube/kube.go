@@ -37,19 +37,52 @@ func Apply(ctx context.Context, c client.Client, obj runtime.ApplyConfiguration)
 // exists. A plain create is cheaper for the API server than an apply (no managed-fields merge),
 // and in the grant path nearly every object is new.
 func Create(ctx context.Context, c client.Client, obj runtime.ApplyConfiguration) error {
-	raw, err := json.Marshal(obj)
+	o, err := typed(c, obj)
 	if err != nil {
-		return fmt.Errorf("encode %T: %w", obj, err)
+		return err
 	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(raw); err != nil {
-		return fmt.Errorf("decode %T: %w", obj, err)
-	}
-	err = c.Create(ctx, u, client.FieldOwner(FieldOwner))
+	err = c.Create(ctx, o, client.FieldOwner(FieldOwner))
 	if apierrors.IsAlreadyExists(err) {
 		return Apply(ctx, c, obj)
 	}
 	return err
+}
+
+// CreateIfAbsent creates obj unless it exists (which is left as it is).
+func CreateIfAbsent(ctx context.Context, c client.Client, obj runtime.ApplyConfiguration) error {
+	o, err := typed(c, obj)
+	if err != nil {
+		return err
+	}
+	if err := c.Create(ctx, o, client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// typed converts an apply configuration to the scheme's typed object (sent as protobuf, which
+// costs the API server less to decode than JSON), or to unstructured for unknown kinds.
+func typed(c client.Client, obj runtime.ApplyConfiguration) (client.Object, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", obj, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return nil, fmt.Errorf("decode %T: %w", obj, err)
+	}
+	o, err := c.Scheme().New(u.GroupVersionKind())
+	if err != nil {
+		return u, nil //nolint:nilerr // not in the scheme: sent as unstructured
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, o); err != nil {
+		return nil, fmt.Errorf("convert %s: %w", u.GroupVersionKind().Kind, err)
+	}
+	co, ok := o.(client.Object)
+	if !ok {
+		return u, nil
+	}
+	return co, nil
 }
 
 // ManagedLabels are the labels of every object created for a cluster or registration.
@@ -134,8 +167,25 @@ func Delete(ctx context.Context, c client.Client, obj client.Object) error {
 
 // EnsureNamespace applies a namespace with labels.
 func EnsureNamespace(ctx context.Context, c client.Client, name string, labels map[string]string) error {
+	// Usually the registration that created the Cluster created its namespace too: a cached
+	// metadata read then saves the API server a write.
+	want := ManagedLabels(labels)
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err == nil && ns.DeletionTimestamp.IsZero() && hasLabels(ns.Labels, want) {
+		return nil
+	}
 	if err := Apply(ctx, c, corev1ac.Namespace(name).WithLabels(ManagedLabels(labels))); err != nil {
 		return fmt.Errorf("apply namespace %s: %w", name, err)
 	}
 	return nil
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
 }
