@@ -31,7 +31,7 @@ type Options struct {
 	RequestTokenTTL time.Duration
 	// LocalConfig, when set, registers the management cluster itself as "local".
 	LocalConfig *rest.Config
-	// RegistrationWorkers is the number of concurrent grants (default 32).
+	// RegistrationWorkers is the number of concurrent grants (default 128).
 	RegistrationWorkers int
 }
 

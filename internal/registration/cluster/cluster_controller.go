@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -66,20 +67,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		before = c.DeepCopy()
 	}
-	ns := names.ClusterNamespace(c.Namespace, c.Name, string(c.UID))
-	if c.Status.Namespace != ns || c.Generation != c.Status.ObservedGeneration {
+	if c.Status.Namespace == "" && c.Annotations[RegisteringAnnotation] != "" {
+		// The registration that created c creates its namespace and first status (one write
+		// fewer per registration); this controller takes over if that has not happened in time.
+		if age := time.Since(c.CreationTimestamp.Time); age < RegistrationGrace {
+			return ctrl.Result{RequeueAfter: RegistrationGrace - age}, nil
+		}
+	}
+	if ns := names.ClusterNamespace(c.Namespace, c.Name, string(c.UID)); c.Status.Namespace != ns || c.Generation != c.Status.ObservedGeneration {
 		if err := kube.EnsureNamespace(ctx, r.Client, ns, Labels(c)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	c.Status.Namespace = ns
+	SetStatus(c)
+	return ctrl.Result{}, kube.PatchStatus(ctx, r.Client, c, before)
+}
+
+// RegisteringAnnotation marks a Cluster created by a ClusterRegistration's grant, which creates
+// the cluster namespace and writes the first status itself. RegistrationGrace is how long the
+// cluster controller leaves such a Cluster to it.
+const (
+	RegisteringAnnotation = "fleet.drover.io/registering"
+	RegistrationGrace     = 30 * time.Second
+)
+
+// SetStatus sets c's namespace, observed generation and Ready condition (the namespace must
+// exist).
+func SetStatus(c *fleetv1alpha1.Cluster) {
+	c.Status.Namespace = names.ClusterNamespace(c.Namespace, c.Name, string(c.UID))
 	c.Status.ObservedGeneration = c.Generation
 	if c.Status.Agent.LastSeen == nil {
 		kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonWaitCheckIn, "Waiting for the agent to check in")
 	} else {
 		kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionReady, true, fleetv1alpha1.ReasonSucceeded, "Agent checked in")
 	}
-	return ctrl.Result{}, kube.PatchStatus(ctx, r.Client, c, before)
 }
 
 // AccessRules are the rules of c's names.ClusterAccessRole: patch c's status and get the named
