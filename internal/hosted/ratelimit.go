@@ -86,6 +86,9 @@ func WithBase(t Transport, base http.RoundTripper) Transport {
 	return base
 }
 
+// SharedTransport is the keep-alive transport provider sessions use by default.
+func SharedTransport() http.RoundTripper { return sharedTransport }
+
 // sharedTransport keeps connections to each provider endpoint open for every worker: the
 // default of two idle connections per host makes concurrent workers re-dial (and re-handshake
 // TLS) for most calls.

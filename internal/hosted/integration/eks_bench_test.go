@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	awseks "github.com/aws/aws-sdk-go-v2/service/eks"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	corev1 "k8s.io/api/core/v1"
@@ -276,4 +277,55 @@ func (c *simCounters) Total() int64 {
 		n += v
 	}
 	return n
+}
+
+// BenchmarkEKSCallFloor is the floor under the refresh benchmark's CPU figure: the CPU this
+// process spends per DescribeCluster through aws-sdk-go-v2 (middleware stack, SigV4, JSON),
+// next to a bare net/http GET over the same keep-alive transport, 8 workers, the simulator in
+// a child process. A refresh makes three such calls for a cluster with one node group.
+func BenchmarkEKSCallFloor(b *testing.B) {
+	ctx := context.Background()
+	s := startEKSSimProcess(b)
+	console := sim.NewClient(s.URL, "us-west-2", sim.DefaultAccessKeyID, sim.DefaultSecretAccessKey)
+	if _, err := console.CreateCluster(ctx, &awseks.CreateClusterInput{Name: aws.String("floor"), Version: aws.String("1.32"),
+		RoleArn: aws.String("arn:aws:iam::123456789012:role/eks"), ResourcesVpcConfig: &ekstypes.VpcConfigRequest{SubnetIds: []string{"subnet-a"}}}); err != nil {
+		b.Fatal(err)
+	}
+	hc := &http.Client{Transport: hosted.SharedTransport()}
+	c := awseks.NewFromConfig(aws.Config{Region: "us-west-2", HTTPClient: hc,
+		Credentials: credentials.NewStaticCredentialsProvider(sim.DefaultAccessKeyID, sim.DefaultSecretAccessKey, "")},
+		func(o *awseks.Options) { o.BaseEndpoint = aws.String(s.URL) })
+	calls := map[string]func() error{
+		"net-http-GET": func() error {
+			resp, err := hc.Get(s.URL + "/clusters/floor")
+			if err != nil {
+				return err
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			return resp.Body.Close()
+		},
+		"sdk-DescribeCluster": func() error {
+			_, err := c.DescribeCluster(ctx, &awseks.DescribeClusterInput{Name: aws.String("floor")})
+			return err
+		},
+	}
+	for _, name := range []string{"net-http-GET", "sdk-DescribeCluster"} {
+		call := calls[name]
+		b.Run(name, func(b *testing.B) {
+			const n = 20000
+			parallel(1000, func(int) { _ = call() }) // warm connections
+			var before, after syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+			for b.Loop() {
+				parallel(n, func(int) {
+					if err := call(); err != nil {
+						b.Error(err)
+					}
+				})
+			}
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+			cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+			b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(n*b.N), "cpu-µs/call")
+		})
+	}
 }
