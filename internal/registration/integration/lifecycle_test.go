@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent"
 	"github.com/droverhq/drover/internal/agent/manifests"
 	"github.com/droverhq/drover/internal/agent/register"
 	"github.com/droverhq/drover/internal/registration/local"
@@ -86,6 +88,64 @@ func TestAgentRestartRules(t *testing.T) {
 			t.Errorf("%d registrations, want 0 (the agent must not register without a bootstrap secret)", n)
 		}
 	})
+}
+
+// TestAgentLeaderElection runs two agent replicas: only the leader registers and works, and
+// when it stops the other takes over with the stored credential, without registering again.
+func TestAgentLeaderElection(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ws := mgmt.Namespace(t)
+	clientID := "ha-" + ws
+	ns := downstreamNamespace(t, newToken(t, ws, "token", time.Hour))
+	replicas := map[string]*runningAgent{}
+	for _, id := range []string{"replica-a", "replica-b"} {
+		replicas[id] = startAgent(t, downstream.Config, ns, clientID, func(o *agent.Options) { o.LeaderElection, o.Identity = true, id })
+	}
+	cred := credential(t, downstream.Client, ns)
+	holder := func() string {
+		l := &coordinationv1.Lease{}
+		if err := downstream.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "drover-agent"}, l); err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	var leader string
+	eventually(t, 30*time.Second, func() error {
+		if leader = holder(); replicas[leader] == nil {
+			return fmt.Errorf("lease held by %q", leader)
+		}
+		return nil
+	})
+	if n := countRegistrations(t, ws); n != 1 {
+		t.Fatalf("%d registrations with two replicas, want 1", n)
+	}
+
+	replicas[leader].stop()
+	eventually(t, 30*time.Second, func() error {
+		if h := holder(); h == leader || replicas[h] == nil {
+			return fmt.Errorf("lease held by %q after %s stopped", h, leader)
+		}
+		return nil
+	})
+	// The new leader works: it heartbeats to the Cluster with the stored credential.
+	name := string(cred[fleetv1alpha1.KeyClusterName])
+	var seen time.Time
+	if c := getCluster(t, ws, name); c.Status.Agent.LastSeen != nil {
+		seen = c.Status.Agent.LastSeen.Time
+	}
+	eventually(t, 30*time.Second, func() error {
+		if c := getCluster(t, ws, name); c.Status.Agent.LastSeen == nil || !c.Status.Agent.LastSeen.After(seen) {
+			return fmt.Errorf("no heartbeat after takeover (last %v)", c.Status.Agent.LastSeen)
+		}
+		return nil
+	})
+	if n := countRegistrations(t, ws); n != 1 {
+		t.Errorf("%d registrations after failover, want 1", n)
+	}
+	if got := credential(t, downstream.Client, ns); string(got[fleetv1alpha1.KeyToken]) != string(cred[fleetv1alpha1.KeyToken]) {
+		t.Error("failover replaced a working credential")
+	}
 }
 
 func TestTwentyReRegistrationsLeaveOneSet(t *testing.T) {

@@ -217,14 +217,18 @@ func (a *runningAgent) stop() {
 }
 
 // startAgent runs an agent in a goroutine with cfg standing in for its in-cluster config.
-func startAgent(t testing.TB, cfg *rest.Config, ns, clientID string) *runningAgent {
+func startAgent(t testing.TB, cfg *rest.Config, ns, clientID string, opts ...func(*agent.Options)) *runningAgent {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &runningAgent{cancel: cancel, done: make(chan struct{})}
+	o := agent.Options{Config: cfg, Namespace: ns, ClientID: clientID, HeartbeatInterval: time.Second,
+		RetryMin: time.Second, RetryMax: 4 * time.Second, Identity: "test"}
+	for _, f := range opts {
+		f(&o)
+	}
 	go func() {
 		defer close(a.done)
-		_ = agent.Run(ctx, agent.Options{Config: cfg, Namespace: ns, ClientID: clientID, HeartbeatInterval: time.Second,
-			RetryMin: time.Second, RetryMax: 4 * time.Second, Identity: "test"})
+		_ = agent.Run(ctx, o)
 	}()
 	t.Cleanup(a.stop)
 	return a
