@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,12 @@ func runBenchController() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if path := os.Getenv("DROVER_BENCH_CONTROLLER_PROFILE"); path != "" { // the controllers' CPU profile, whole run
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.StartCPUProfile(f)
+			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+		}
+	}
 	metrics := os.Getenv("DROVER_BENCH_METRICS")
 	if metrics == "" {
 		metrics = "0"
