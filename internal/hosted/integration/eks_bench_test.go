@@ -117,9 +117,17 @@ func refreshRound(b *testing.B, n int) {
 		_ = pprof.StartCPUProfile(out)
 		defer func() { pprof.StopCPUProfile(); _ = out.Close() }()
 	}
+	if f := os.Getenv("DROVER_BENCH_MEMPROFILE"); f != "" { // allocations of the measured round: diff f against f.base
+		writeAllocs(b, f+".base")
+		defer writeAllocs(b, f)
+	}
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	t0 := time.Now()
 	reconcileAll()
 	wall := time.Since(t0)
+	var m1 runtime.MemStats
+	runtime.ReadMemStats(&m1)
 	var after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 	calls := s.Counters().Total()
@@ -133,11 +141,25 @@ func refreshRound(b *testing.B, n int) {
 	b.ReportMetric(float64(idleCalls)/float64(n), "eks-calls/cluster/idle-pass")
 	b.ReportMetric(wall.Seconds(), "s/round")
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/cluster")
+	b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/1e3/float64(n), "alloc-KB/cluster/refresh")
+
 	b.ReportMetric(float64(peakRSS())/1e6, "peak-RSS-MB")
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(int64(ms.HeapInuse)-int64(base.HeapInuse))/float64(n)/1e3, "heap-growth-KB/cluster")
+}
+
+func writeAllocs(b *testing.B, path string) {
+	runtime.GC()
+	out, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = out.Close() }()
+	if err := pprof.Lookup("allocs").WriteTo(out, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 func parallel(n int, f func(i int)) {
