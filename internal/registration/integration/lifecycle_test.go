@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"strconv"
@@ -305,12 +306,15 @@ func deployAndWait(t *testing.T, ws, name string) {
 		}
 		return nil
 	})
-	bd := &fleetv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: c.Status.Namespace, Name: "hello"},
+	// Unique per call: "local" is one cluster for every run of the test binary (-count=N).
+	bdName := fmt.Sprintf("hello-%d", time.Now().UnixNano())
+	bd := &fleetv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: c.Status.Namespace, Name: bdName},
 		Spec: fleetv1alpha1.BundleDeploymentSpec{DeploymentID: "v1", Options: fleetv1alpha1.BundleDeploymentOptions{DefaultNamespace: "default"},
-			Manifests: rawManifests(t, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "hello-" + ws}})}}
+			Manifests: rawManifests(t, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: bdName}})}}
 	if err := mgmt.Client.Create(ctx, bd); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), bd) })
 	eventually(t, 30*time.Second, func() error {
 		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(bd), bd); err != nil {
 			return err
