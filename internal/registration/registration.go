@@ -49,7 +49,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c client.Client, opts Options)
 	if err := (&cluster.Reconciler{Client: mc}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up cluster controller: %w", err)
 	}
-	if err := (&clusterregistration.Reconciler{Client: mc, RequestTokenTTL: opts.RequestTokenTTL, MaxConcurrentReconciles: opts.RegistrationWorkers}).SetupWithManager(ctx, mgr); err != nil {
+	if err := (&clusterregistration.Reconciler{Client: mc, APIReader: reader, RequestTokenTTL: opts.RequestTokenTTL, MaxConcurrentReconciles: opts.RegistrationWorkers}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("set up clusterregistration controller: %w", err)
 	}
 	if err := (&importer.Reconciler{Client: mc, APIReader: reader, Config: opts.Config}).SetupWithManager(ctx, mgr); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,11 +32,18 @@ func Beat(ctx context.Context, c client.Client, workspace, cluster, agentNamespa
 	return nil
 }
 
-// Run beats every interval until ctx ends. A beat rejected as Unauthorized or Forbidden ends it
-// with that error (the credential is no longer valid); other failures are retried.
+// RightsGrace is how long after it starts Run retries a Forbidden beat: right after a
+// registration the right to patch the Cluster's status may still be on its way (drover writes
+// it after every agent of a registration storm has its credential).
+const RightsGrace = 5 * time.Minute
+
+// Run beats every interval until ctx ends. A beat rejected as Unauthorized, or Forbidden after
+// RightsGrace, ends it with that error (the credential is no longer valid); other failures are
+// retried.
 func Run(ctx context.Context, c client.Client, workspace, cluster, agentNamespace string, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	start := time.Now()
 	for {
 		err := Beat(ctx, c, workspace, cluster, agentNamespace, time.Now())
 		if err != nil {
@@ -43,7 +51,7 @@ func Run(ctx context.Context, c client.Client, workspace, cluster, agentNamespac
 				return nil
 			}
 			ctrl.LoggerFrom(ctx).Error(err, "Checking in")
-			if isAuth(err) {
+			if isAuth(err) && !(apierrors.IsForbidden(err) && time.Since(start) < RightsGrace) {
 				return err
 			}
 		}

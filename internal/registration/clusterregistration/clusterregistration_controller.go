@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -43,6 +45,8 @@ const (
 // Reconciler grants ClusterRegistrations.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads the registration secret uncached (the manager caches no Secrets there).
+	APIReader client.Reader
 	// RequestTokenTTL is the lifetime of a request token (default 24h). The agent renews it
 	// itself with a TokenRequest on its own ServiceAccount, so an agent offline for longer than
 	// this has to be registered again.
@@ -53,12 +57,16 @@ type Reconciler struct {
 	// MaxConcurrentReconciles defaults to 128: a grant is a few dependent requests, mostly
 	// waiting (64 left the 1,000-agent benchmark worker-bound, 256 gained nothing more).
 	MaxConcurrentReconciles int
+
+	// answered holds registrations whose secret this process wrote and whose grant is not
+	// finished yet (finishGrant re-reads the secret before relying on it).
+	answered sync.Map
 }
 
 // SetupWithManager registers the controller and the clientID indexes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if r.Client == nil {
-		return errors.New("clusterregistration reconciler: Client is required")
+	if r.Client == nil || r.APIReader == nil {
+		return errors.New("clusterregistration reconciler: Client and APIReader are required")
 	}
 	if r.RequestTokenTTL == 0 {
 		r.RequestTokenTTL = 24 * time.Hour
@@ -127,6 +135,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
+	if _, ok := r.answered.Load(cr.UID); ok {
+		return r.finishGrant(ctx, cr, before, siblings.Items)
+	}
+
 	importSA, err := r.importIdentity(ctx, cr)
 	if err != nil {
 		var denied deniedError
@@ -158,35 +170,88 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !cluster.DeletionTimestamp.IsZero() {
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil // register with its successor
 	}
-	cr.Status.ClusterName = cluster.Name
-	var patchCluster func(context.Context) error
 	if cluster.Status.Namespace == "" {
-		// The name is deterministic: create it here, with the Cluster's first status, rather
-		// than wait a round trip for the cluster controller (which leaves Clusters made by a
-		// registration to it).
-		clusterBefore := cluster.DeepCopy()
+		// The name is deterministic: create it here rather than wait a round trip for the
+		// cluster controller (which leaves Clusters made by a registration to it); the
+		// Cluster's first status is written when the grant is finished.
 		clusterctrl.SetStatus(cluster)
 		if err := kube.Create(ctx, r.Client, corev1ac.Namespace(cluster.Status.Namespace).WithLabels(kube.ManagedLabels(clusterctrl.Labels(cluster)))); err != nil {
 			return ctrl.Result{}, fmt.Errorf("create cluster namespace: %w", err)
 		}
-		// Written alongside the grant's objects (a copy: the patch writes its response back).
-		patched := cluster.DeepCopy()
-		patchCluster = func(ctx context.Context) error { return kube.PatchStatus(ctx, r.Client, patched, clusterBefore) }
 	}
-
-	if err := r.grant(ctx, cr, cluster, patchCluster); err != nil {
+	if err := r.grant(ctx, cr, cluster); err != nil {
 		return ctrl.Result{}, err
 	}
-	for i := range siblings.Items {
-		if s := &siblings.Items[i]; s.Name != cr.Name {
+	// The agent has its answer and can list its BundleDeployments. The rest (its right to
+	// patch its Cluster's status, which the agent retries for heartbeat.RightsGrace; the
+	// statuses; superseded registrations) waits behind other registrations' grants: in a
+	// registration storm every agent gets its credential first.
+	r.answered.Store(cr.UID, struct{}{})
+	return ctrl.Result{RequeueAfter: time.Millisecond, Priority: ptr.To(bookkeepingPriority)}, nil
+}
+
+// bookkeepingPriority queues the second half of a grant behind new registrations (the
+// priority of items from the initial list, handler.LowPriority).
+const bookkeepingPriority = -100
+
+// finishGrant runs after the registration secret was written (in this process: r.answered):
+// the access Role and RoleBinding in the workspace, the Cluster's first status, superseded
+// registrations, and the registration's status. It re-reads the secret first: only an answer
+// that exists marks the registration granted.
+func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.ClusterRegistration, siblings []fleetv1alpha1.ClusterRegistration) (ctrl.Result, error) {
+	secretName := names.RegistrationSecretName(cr.Spec.ClientID, cr.Spec.ClientRandom)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: fleetv1alpha1.SystemRegistrationNamespace, Name: secretName}, &corev1.Secret{})
+	if apierrors.IsNotFound(err) {
+		r.answered.Delete(cr.UID)
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil // grant again
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("get registration secret %s: %w", secretName, err)
+	}
+	cluster, err := r.findOrCreateCluster(ctx, cr)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	if cluster.Status.Namespace == "" {
+		clusterBefore := cluster.DeepCopy()
+		clusterctrl.SetStatus(cluster)
+		patched := cluster.DeepCopy() // the patch writes its response back
+		g.Go(func() error { return kube.PatchStatus(gctx, r.Client, patched, clusterBefore) })
+	}
+	// The agent's right to patch its Cluster's status (and, filled in by the bundle controller,
+	// to read its BundleContents). The Role is created when missing, never overwritten: the
+	// bundle controller owns its rules from then on.
+	labels, accessRole := clusterctrl.Labels(cluster), names.ClusterAccessRole(cluster.Name)
+	sa := cr.Name
+	g.Go(func() error {
+		return applyAll(gctx, r.Client, "rights of request identity "+sa+" in "+cluster.Namespace,
+			kube.RoleBinding(cluster.Namespace, accessRole, labels, accessRole, cluster.Status.Namespace, sa))
+	})
+	g.Go(func() error {
+		if err := kube.CreateIfAbsent(gctx, r.Client, kube.Role(cluster.Namespace, accessRole, labels, clusterctrl.AccessRules(cluster)...)); err != nil {
+			return fmt.Errorf("create cluster access role: %w", err)
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range siblings {
+		if s := &siblings[i]; s.Name != cr.Name {
 			if err := kube.Delete(ctx, r.Client, s); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
 	}
+	cr.Status.ClusterName = cluster.Name
 	cr.Status.Granted = true
 	kube.SetCondition(&cr.Status.Conditions, cr.Generation, fleetv1alpha1.ConditionGranted, true, fleetv1alpha1.ReasonSucceeded, "Registration secret written")
-	return ctrl.Result{}, kube.PatchStatus(ctx, r.Client, cr, before)
+	if err := kube.PatchStatus(ctx, r.Client, cr, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.answered.Delete(cr.UID)
+	return ctrl.Result{}, nil
 }
 
 // reasonAnswerExpired marks a granted registration whose secret was deleted.
@@ -320,14 +385,13 @@ func (r *Reconciler) applyReader(ctx context.Context, cr *fleetv1alpha1.ClusterR
 
 // grant creates the request identity and its rights, and the registration secret last: once the
 // answer is readable, its rights are in place.
-func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, c *fleetv1alpha1.Cluster, also func(context.Context) error) error {
+func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, c *fleetv1alpha1.Cluster) error {
 	ns, sa := c.Status.Namespace, cr.Name
 	labels := clusterctrl.Labels(c)
 	regLabels := clusterctrl.Labels(c)
 	regLabels[fleetv1alpha1.RegistrationLabel] = cr.Name
 	regLabels[fleetv1alpha1.TokenLabel] = cr.Labels[fleetv1alpha1.TokenLabel]
 	secretName := names.RegistrationSecretName(cr.Spec.ClientID, cr.Spec.ClientRandom)
-	accessRole := names.ClusterAccessRole(c.Name)
 	fleet := fleetv1alpha1.GroupVersion.Group
 
 	// Independent objects are written concurrently (the token needs only its ServiceAccount),
@@ -352,20 +416,8 @@ func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistr
 				// Renewing its own short-lived token, and nothing else.
 				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{sa}, Verbs: []string{"create"}}),
 			// The binding names only the current request identity: re-registration revokes the old one.
-			kube.RoleBinding(ns, names.AgentRole, labels, names.AgentRole, ns, sa),
-			kube.RoleBinding(c.Namespace, accessRole, labels, accessRole, ns, sa))
+			kube.RoleBinding(ns, names.AgentRole, labels, names.AgentRole, ns, sa))
 	})
-	// Created with the status rule when missing, never overwritten: the bundle controller owns
-	// its rules from then on (adding the BundleContents the cluster's deployments reference).
-	g.Go(func() error {
-		if err := kube.CreateIfAbsent(gctx, r.Client, kube.Role(c.Namespace, accessRole, labels, clusterctrl.AccessRules(c)...)); err != nil {
-			return fmt.Errorf("create cluster access role: %w", err)
-		}
-		return nil
-	})
-	if also != nil {
-		g.Go(func() error { return also(gctx) })
-	}
 	// The answer comes last: once it is readable, the rights it stands for are in place.
 	if err := g.Wait(); err != nil {
 		return err
