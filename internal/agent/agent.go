@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,15 +99,35 @@ func Run(ctx context.Context, o Options) error {
 		Client:     cs.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: o.Identity},
 	}
-	var runErr error
+	// RunOrDie does not wait for OnStartedLeading to return (it may even start it after
+	// returning): Run waits for a loop that started, and a late callback does not start one.
+	var mu sync.Mutex
+	running, stopped := false, false
+	result := make(chan error, 1)
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 		Lock: lock, ReleaseOnCancel: true, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) { runErr = a.loop(ctx) },
+			OnStartedLeading: func(ctx context.Context) {
+				mu.Lock()
+				if stopped {
+					mu.Unlock()
+					return
+				}
+				running = true
+				mu.Unlock()
+				result <- a.loop(ctx)
+			},
 			OnStoppedLeading: func() {},
 		},
 	})
-	return runErr
+	mu.Lock()
+	stopped = true
+	wait := running
+	mu.Unlock()
+	if wait {
+		return <-result
+	}
+	return nil
 }
 
 type agent struct {
