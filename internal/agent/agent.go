@@ -194,7 +194,7 @@ func (a *agent) work(ctx context.Context, cred *register.Credential) error {
 	errs := make(chan error, 3)
 	go func() { errs <- mgr.Start(ctx) }()
 	go func() {
-		errs <- heartbeat.Run(ctx, mgr.GetClient(), cred.ClusterNamespace, cred.ClusterName, a.o.Namespace, a.o.HeartbeatInterval)
+		errs <- heartbeat.Run(ctx, mgr.GetClient(), mgr.GetAPIReader(), cred.ClusterNamespace, cred.ClusterName, a.o.Namespace, cred.DeploymentNamespace, a.o.HeartbeatInterval)
 	}()
 	go func() { errs <- a.renew(ctx, cred) }()
 	err = <-errs

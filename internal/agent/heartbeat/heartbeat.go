@@ -32,15 +32,17 @@ func Beat(ctx context.Context, c client.Client, workspace, cluster, agentNamespa
 	return nil
 }
 
-// RightsGrace is how long after it starts Run retries a Forbidden beat: right after a
-// registration the right to patch the Cluster's status may still be on its way (drover writes
-// it after every agent of a registration storm has its credential).
+// RightsGrace is how long after it starts Run retries a Forbidden beat while the credential
+// still works: right after a registration the right to patch the Cluster's status may still be
+// on its way (drover writes it after every agent of a registration storm has its credential).
 const RightsGrace = 5 * time.Minute
 
-// Run beats every interval until ctx ends. A beat rejected as Unauthorized, or Forbidden after
-// RightsGrace, ends it with that error (the credential is no longer valid); other failures are
-// retried.
-func Run(ctx context.Context, c client.Client, workspace, cluster, agentNamespace string, interval time.Duration) error {
+// Run beats every interval until ctx ends. A beat rejected as Unauthorized ends it with that
+// error (the credential is no longer valid); so does Forbidden, unless it comes within
+// RightsGrace and the credential can still list the agent's BundleDeployments in
+// deploymentNamespace, read through live (uncached: the right every answered registration has).
+// Other failures are retried.
+func Run(ctx context.Context, c client.Client, live client.Reader, workspace, cluster, agentNamespace, deploymentNamespace string, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	start := time.Now()
@@ -51,7 +53,7 @@ func Run(ctx context.Context, c client.Client, workspace, cluster, agentNamespac
 				return nil
 			}
 			ctrl.LoggerFrom(ctx).Error(err, "Checking in")
-			if isAuth(err) && !(apierrors.IsForbidden(err) && time.Since(start) < RightsGrace) {
+			if isAuth(err) && !(apierrors.IsForbidden(err) && time.Since(start) < RightsGrace && canList(ctx, live, deploymentNamespace)) {
 				return err
 			}
 		}
@@ -61,4 +63,8 @@ func Run(ctx context.Context, c client.Client, workspace, cluster, agentNamespac
 		case <-t.C:
 		}
 	}
+}
+
+func canList(ctx context.Context, c client.Reader, namespace string) bool {
+	return c.List(ctx, &fleetv1alpha1.BundleDeploymentList{}, client.InNamespace(namespace), client.Limit(1)) == nil
 }

@@ -3,11 +3,11 @@ package integration
 import (
 	"context"
 	"fmt"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	"strconv"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
