@@ -53,7 +53,8 @@ func Run(ctx context.Context, c client.Client, live client.Reader, workspace, cl
 				return nil
 			}
 			ctrl.LoggerFrom(ctx).Error(err, "Checking in")
-			if isAuth(err) && !(apierrors.IsForbidden(err) && time.Since(start) < RightsGrace && canList(ctx, live, deploymentNamespace)) {
+			rightOnItsWay := apierrors.IsForbidden(err) && time.Since(start) < RightsGrace && canList(ctx, live, deploymentNamespace)
+			if isAuth(err) && !rightOnItsWay {
 				return err
 			}
 		}
