@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -55,12 +56,15 @@ type Reconciler struct {
 	// step transition (tests, progress events).
 	OnAction     func(step int)
 	OnTransition func(migrationv1alpha1.StepStatus)
+	// Recorder emits an Event on the migration per step transition (default: the manager's).
+	Recorder events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=migration.drover.io,resources=cloudprovidermigrations,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=migration.drover.io,resources=cloudprovidermigrations/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=provisioning.cattle.io,resources=clusters,verbs=get;update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -72,6 +76,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("drover-migration")
 	}
 	return ctrl.NewControllerManagedBy(mgr).For(&migrationv1alpha1.CloudProviderMigration{}).Named("cloudprovidermigration").Complete(r)
 }
@@ -117,15 +124,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Dist:   &rke2.Object{Client: r.Client, Key: types.NamespacedName{Namespace: m.Spec.ClusterRef.Namespace, Name: m.Spec.ClusterRef.Name}},
 		Checks: &checks.Checker{Client: down, Namespace: ns, Selector: r.Selector, KCMIdentity: r.KCMIdentity},
 		Store:  &statusStore{client: r.Client, obj: m}, PollInterval: r.PollInterval, StepTimeout: r.StepTimeout,
-		OnAction: r.OnAction, Report: r.OnTransition,
+		OnAction: r.OnAction, Report: func(step migrationv1alpha1.StepStatus) {
+			r.recordStep(m, step)
+			if r.OnTransition != nil {
+				r.OnTransition(step)
+			}
+		},
 	}
 	if m.Annotations[RollbackAnnotation] == "true" && m.Status.Phase != migrationv1alpha1.PhaseRolledBack {
 		log.Info("Rolling back migration")
 		if err := eng.Rollback(ctx); err != nil {
 			return ctrl.Result{}, fmt.Errorf("roll back: %w", err)
 		}
+		r.event(m, corev1.EventTypeNormal, "RolledBack", "Rolled back to the in-tree AWS cloud provider")
 		return ctrl.Result{}, nil
 	}
+	finishedBefore := m.Status.Phase == migrationv1alpha1.PhaseSucceeded
 	for range maxTransitions {
 		if err := ctx.Err(); err != nil {
 			return ctrl.Result{}, err // stopping: leave the next transition to the next controller
@@ -138,6 +152,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		case err != nil:
 			return ctrl.Result{}, err
 		case pr.Done:
+			if m.Status.Phase == migrationv1alpha1.PhaseSucceeded && !finishedBefore {
+				r.event(m, corev1.EventTypeNormal, "Succeeded", "Migrated to the out-of-tree AWS cloud controller manager")
+			}
 			return ctrl.Result{}, nil
 		case pr.Wait > 0:
 			return ctrl.Result{RequeueAfter: pr.Wait}, nil
@@ -165,6 +182,25 @@ func (r *Reconciler) kubeconfig(ctx context.Context, m *migrationv1alpha1.CloudP
 		return nil, fmt.Errorf("kubeconfig Secret %s/%s has no key %q", m.Namespace, ref.Name, key)
 	}
 	return s.Data[key], nil
+}
+
+// recordStep emits an Event for a persisted step transition: `kubectl describe` and event
+// streams show a migration's progress without reading its status.
+func (r *Reconciler) recordStep(m *migrationv1alpha1.CloudProviderMigration, s migrationv1alpha1.StepStatus) {
+	typ, note := corev1.EventTypeNormal, fmt.Sprintf("Step %d %s: %s", s.Index, s.Name, s.Phase)
+	if s.Phase == migrationv1alpha1.StepFailed {
+		typ = corev1.EventTypeWarning
+	}
+	if s.Message != "" {
+		note += ": " + s.Message
+	}
+	r.event(m, typ, "Step"+string(s.Phase), note)
+}
+
+func (r *Reconciler) event(m *migrationv1alpha1.CloudProviderMigration, typ, reason, note string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(m, nil, typ, reason, "Migrate", "%s", note)
+	}
 }
 
 // terminal records a configuration problem the user must fix; retrying cannot help.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -254,6 +256,7 @@ func TestControllerMigratesRKE2(t *testing.T) {
 					t.Fatal(err)
 				}
 				wantCondition(t, m, migration.ConditionReady, metav1.ConditionFalse, migration.ReasonRolledBack, "in-tree aws")
+				wantEvents(t, key, map[string]int{"StepFailed": 1, "RolledBack": 1}, corev1.EventTypeWarning+":StepFailed:"+migration.StepNames[tc.wantFailed])
 				got, err := e.dist.Read(ctx)
 				if err != nil {
 					t.Fatal(err)
@@ -268,6 +271,9 @@ func TestControllerMigratesRKE2(t *testing.T) {
 				t.Fatalf("phase %s, want Succeeded: %+v", m.Status.Phase, m.Status.Conditions)
 			}
 			wantCondition(t, m, migration.ConditionReady, metav1.ConditionTrue, migration.ReasonSucceeded, "out-of-tree AWS cloud controller manager")
+			if !tc.restart { // stopping the manager right after a step may drop its Event (best effort)
+				wantEvents(t, key, map[string]int{"StepSucceeded": migration.NumSteps, "Succeeded": 1}, "")
+			}
 			wantCondition(t, m, migration.ConditionProgressing, metav1.ConditionFalse, migration.ReasonSucceeded, "All steps finished")
 			if c := meta.FindStatusCondition(m.Status.Conditions, migration.ConditionFailed); c != nil {
 				t.Errorf("unexpected Failed condition %+v", c)
@@ -294,6 +300,41 @@ func TestControllerMigratesRKE2(t *testing.T) {
 			}
 			golden(t, "rke2-leader-migration.final.yaml", e.normalize(doc))
 		})
+	}
+}
+
+// wantEvents waits until the migration's Events include at least want[reason] of each reason
+// (events are written asynchronously), and checks that one has type:reason:text in its note.
+func wantEvents(t *testing.T, key types.NamespacedName, want map[string]int, oneOf string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var list eventsv1.EventList
+		if err := full.Client.List(t.Context(), &list, client.InNamespace(key.Namespace)); err != nil {
+			t.Fatal(err)
+		}
+		got, found := map[string]int{}, oneOf == ""
+		for _, e := range list.Items {
+			if e.Regarding.Kind != "CloudProviderMigration" || e.Regarding.Name != key.Name {
+				continue
+			}
+			got[e.Reason]++
+			if typ, rest, _ := strings.Cut(oneOf, ":"); !found && e.Type == typ {
+				reason, text, _ := strings.Cut(rest, ":")
+				found = e.Reason == reason && strings.Contains(e.Note, text)
+			}
+		}
+		ok := found
+		for r, n := range want {
+			ok = ok && got[r] >= n
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("migration events by reason %v, want at least %v (and %q)", got, want, oneOf)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
