@@ -468,7 +468,11 @@ func summarize(bds []*fleetv1alpha1.BundleDeployment, id string, desired int) fl
 			s.Modified++
 			state, msg = "Modified", modifiedMessage(bd)
 		case !bd.Status.Ready:
+			s.NotReady++
 			state = "NotReady"
+			if c := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionReady); c != nil {
+				msg = c.Message
+			}
 		default:
 			s.Ready++
 		}

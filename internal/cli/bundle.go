@@ -211,8 +211,8 @@ func printBundleStatus(w io.Writer, b *fleetv1alpha1.Bundle) error {
 	fmt.Fprintf(tw, "Bundle:\t%s/%s\n", b.Namespace, b.Name)
 	fmt.Fprintf(tw, "Content:\t%s\n", b.Status.Content)
 	fmt.Fprintf(tw, "Deployment ID:\t%s\n", b.Status.DeploymentID)
-	fmt.Fprintf(tw, "Clusters:\t%d targeted, %d ready, %d pending, %d modified, %d errored, %d out of date\n",
-		s.DesiredReady, s.Ready, s.Pending, s.Modified, s.ErrApplied, s.OutOfDate)
+	fmt.Fprintf(tw, "Clusters:\t%d targeted, %d ready, %d not ready, %d pending, %d modified, %d errored, %d out of date\n",
+		s.DesiredReady, s.Ready, s.NotReady, s.Pending, s.Modified, s.ErrApplied, s.OutOfDate)
 	for _, c := range b.Status.Conditions {
 		fmt.Fprintf(tw, "Condition %s:\t%s (%s) %s\n", c.Type, c.Status, c.Reason, c.Message)
 	}

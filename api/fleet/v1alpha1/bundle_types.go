@@ -91,6 +91,10 @@ type BundleSummary struct {
 	ErrApplied int `json:"errApplied,omitempty"`
 	// OutOfDate BundleDeployments are held at an older version (paused or maxUnavailable).
 	OutOfDate int `json:"outOfDate,omitempty"`
+	// NotReady BundleDeployments applied the current version but a workload in it is not
+	// ready (not rolled out or available, a Job not complete).
+	// +optional
+	NotReady int `json:"notReady,omitempty"`
 	// NonReadyClusters lists up to 20 clusters that are not ready, by name.
 	// +kubebuilder:validation:MaxItems=20
 	// +listType=atomic

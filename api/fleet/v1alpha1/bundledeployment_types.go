@@ -61,8 +61,9 @@ type ResourceState struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	// State is Applied, Failed, Modified (changed downstream; Message names the fields) or
-	// Missing (deleted downstream).
+	// State is Applied, Failed, Modified (changed downstream; Message names the fields),
+	// Missing (deleted downstream) or NotReady (a workload not rolled out or available yet;
+	// Message says what is missing).
 	State string `json:"state"`
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -73,7 +74,9 @@ type BundleDeploymentStatus struct {
 	// AppliedDeploymentID is the deploymentID last applied successfully.
 	// +optional
 	AppliedDeploymentID string `json:"appliedDeploymentID,omitempty"`
-	// Ready is true when every resource of the applied deployment exists downstream.
+	// Ready is true when every resource of the applied deployment exists downstream and the
+	// workloads among them are ready: Deployments, StatefulSets and DaemonSets rolled out and
+	// available, Jobs complete, Pods ready.
 	// +optional
 	Ready bool `json:"ready,omitempty"`
 	// NonModified is true when no resource has drifted from the applied manifests.

@@ -84,6 +84,7 @@ const (
 	ReasonClusterConflict     = "ClusterConflict"
 	ReasonWaitingForNamespace = "WaitingForNamespace"
 	ReasonApplyFailed         = "ApplyFailed"
+	ReasonResourcesNotReady   = "ResourcesNotReady"
 	ReasonWaitCheckIn         = "WaitCheckIn"
 	ReasonCredentialRevoked   = "CredentialRevoked"
 	ReasonBootstrapMissing    = "BootstrapSecretMissing"

@@ -45,7 +45,12 @@ const (
 	StateFailed   = "Failed"
 	StateModified = "Modified"
 	StateMissing  = "Missing"
+	StateNotReady = "NotReady"
 )
+
+// notReadyRecheck is how soon a BundleDeployment whose workloads are not ready yet is checked
+// again (instead of the drift interval), so readiness is reported promptly.
+const notReadyRecheck = 5 * time.Second
 
 // Record labels and keys.
 const (
@@ -189,10 +194,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
 	setCond(bd, fleetv1alpha1.ConditionApplied, true, fleetv1alpha1.ReasonSucceeded, fmt.Sprintf("Applied %d resources", len(states)))
 	setCond(bd, fleetv1alpha1.ConditionReady, true, fleetv1alpha1.ReasonSucceeded, "All resources exist")
+	next := r.DriftInterval
+	if waiting := workloads(objs); len(waiting) > 0 {
+		// Just applied: their controllers have not acted on them yet. The next check reads
+		// their status.
+		bd.Status.Ready = false
+		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonResourcesNotReady, "Waiting for "+summarize(waiting))
+		next = min(next, notReadyRecheck)
+	}
 	if err := r.patchStatus(ctx, bd, before); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: r.DriftInterval}, nil
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// workloads names the objects whose readiness is more than existing.
+func workloads(objs []*unstructured.Unstructured) []string {
+	var names []string
+	for _, u := range objs {
+		if ready, _ := health(u); !ready {
+			names = append(names, describe(u)+" to become ready")
+		}
+	}
+	return names
+}
+
+func describe(u *unstructured.Unstructured) string {
+	if u.GetNamespace() == "" {
+		return u.GetKind() + " " + u.GetName()
+	}
+	return u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+}
+
+// summarize joins the first few items: a condition message stays readable for hundreds.
+func summarize(items []string) string {
+	const show = 3
+	if len(items) <= show {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:show], "; "), len(items)-show)
 }
 
 func (r *Reconciler) patchStatus(ctx context.Context, bd, before *fleetv1alpha1.BundleDeployment) error {
@@ -305,6 +345,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 	log := ctrl.LoggerFrom(ctx)
 	var states []fleetv1alpha1.ResourceState
 	modified, missing := 0, 0
+	var notReady []string
 	var failed error
 	for _, u := range objs {
 		st := stateOf(u)
@@ -329,6 +370,12 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 			if len(fields) > 0 {
 				st.State, st.Message = StateModified, strings.Join(fields, "; ")
 			}
+			if ok, why := health(live); !ok {
+				notReady = append(notReady, describe(live)+": "+why)
+				if st.State == StateApplied {
+					st.State, st.Message = StateNotReady, why
+				}
+			}
 		}
 		if (st.State == StateModified || st.State == StateMissing) && bd.Spec.Options.CorrectDrift {
 			log.Info("Correcting drift", "kind", st.Kind, "namespace", st.Namespace, "name", st.Name, "drift", st.Message)
@@ -348,22 +395,27 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 	}
 	bd.Status.Resources = states
 	bd.Status.NonModified = modified == 0 && missing == 0
-	bd.Status.Ready = missing == 0 && failed == nil
-	if bd.Status.Ready {
-		setCond(bd, fleetv1alpha1.ConditionReady, true, fleetv1alpha1.ReasonSucceeded, "All resources exist")
-	} else {
-		msg := fmt.Sprintf("%d resources deleted downstream", missing)
-		if failed != nil {
-			msg = failed.Error()
-		}
-		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonApplyFailed, msg)
+	bd.Status.Ready = missing == 0 && failed == nil && len(notReady) == 0
+	switch {
+	case bd.Status.Ready:
+		setCond(bd, fleetv1alpha1.ConditionReady, true, fleetv1alpha1.ReasonSucceeded, "All resources exist and are ready")
+	case failed != nil:
+		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonApplyFailed, failed.Error())
+	case missing > 0:
+		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonApplyFailed, fmt.Sprintf("%d resources deleted downstream", missing))
+	default:
+		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonResourcesNotReady, summarize(notReady))
 	}
 	if !equalStatus(before, bd) {
 		if err := r.patchStatus(ctx, bd, before); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{RequeueAfter: r.DriftInterval}, nil
+	next := r.DriftInterval
+	if len(notReady) > 0 {
+		next = min(next, notReadyRecheck)
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
 }
 
 func equalStatus(a, b *fleetv1alpha1.BundleDeployment) bool {

@@ -47,8 +47,10 @@ func bundleContent(t *testing.T, name string) string {
 		if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ws, Name: name}, b); err != nil {
 			return err
 		}
-		if b.Status.Content == "" || b.Status.Summary.Ready != b.Status.Summary.DesiredReady || b.Status.Summary.DesiredReady == 0 {
-			return fmt.Errorf("bundle %s not ready: %+v", name, b.Status.Summary)
+		// Applied everywhere (on the plain API server the agent's own Deployment never becomes
+		// available: nothing runs pods there).
+		if s := b.Status.Summary; b.Status.Content == "" || s.Ready+s.NotReady != s.DesiredReady || s.DesiredReady == 0 {
+			return fmt.Errorf("bundle %s not applied: %+v", name, b.Status.Summary)
 		}
 		return nil
 	})

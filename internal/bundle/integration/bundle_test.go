@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,7 +10,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -360,5 +363,78 @@ func TestDeletingABundle(t *testing.T) {
 			return fmt.Errorf("content %s still there: %w", content, err)
 		}
 		return nil
+	})
+}
+
+// TestWorkloadReadiness: a BundleDeployment is ready when its workloads are, not when they
+// exist. A Deployment whose pod cannot be scheduled is reported not ready, naming it and what
+// is missing, at the BundleDeployment and in the Bundle's summary; fixing it makes both ready.
+func TestWorkloadReadiness(t *testing.T) {
+	ctx := t.Context()
+	deployment := func(nodeSelector map[string]string) *appsv1.Deployment {
+		labels := map[string]string{"app": "web-ready"}
+		return &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+			ObjectMeta: metav1.ObjectMeta{Name: "web-ready"},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "example.invalid/web:1"}},
+						NodeSelector: nodeSelector, Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}}}}
+	}
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "web-ready"},
+		Spec: fleetv1alpha1.BundleSpec{DefaultNamespace: "default",
+			Resources: raw(t, deployment(map[string]string{"drover.io/test-pool": "none"})),
+			Targets:   []fleetv1alpha1.BundleTarget{{ClusterName: fullName}}}}
+	if err := mgmt.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), b) })
+	bdState := func(want func(*fleetv1alpha1.BundleDeployment) error) {
+		t.Helper()
+		eventually(t, 60*time.Second, func() error {
+			bd, err := bundleDeployment(t, fullName, b.Name)
+			if err != nil {
+				return err
+			}
+			return want(bd)
+		})
+	}
+
+	t.Run("unschedulable pod: not ready, named", func(t *testing.T) {
+		bdState(func(bd *fleetv1alpha1.BundleDeployment) error {
+			c := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionReady)
+			if bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID || bd.Status.Ready || c == nil ||
+				c.Reason != fleetv1alpha1.ReasonResourcesNotReady || !strings.Contains(c.Message, "Deployment default/web-ready: 0/1 replicas available") {
+				return fmt.Errorf("status %+v", bd.Status)
+			}
+			if len(bd.Status.Resources) != 1 || bd.Status.Resources[0].State != deployer.StateNotReady {
+				return fmt.Errorf("resources %+v", bd.Status.Resources)
+			}
+			return nil
+		})
+		eventually(t, 30*time.Second, func() error {
+			got := &fleetv1alpha1.Bundle{}
+			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
+				return err
+			}
+			if s := got.Status.Summary; s.NotReady != 1 || s.Ready != 0 || len(s.NonReadyClusters) != 1 || !strings.Contains(s.NonReadyClusters[0].Message, "web-ready") {
+				return fmt.Errorf("bundle summary %+v", s)
+			}
+			return nil
+		})
+	})
+	t.Run("schedulable again: ready", func(t *testing.T) {
+		eventually(t, 10*time.Second, func() error {
+			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+				return err
+			}
+			b.Spec.Resources = raw(t, deployment(nil))
+			return mgmt.Client.Update(ctx, b)
+		})
+		bdState(func(bd *fleetv1alpha1.BundleDeployment) error {
+			if bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID || !bd.Status.Ready {
+				return fmt.Errorf("status %+v", bd.Status)
+			}
+			return nil
+		})
 	})
 }
