@@ -31,7 +31,7 @@ import (
 // (reconciler, SDK and the in-process simulator together), heap and peak RSS, and checks that a
 // pass between refreshes makes no call.
 func BenchmarkAKSRefreshRound(b *testing.B) {
-	for _, n := range []int{1000} {
+	for _, n := range []int{1000, 5000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for b.Loop() {
 				aksRefreshRound(b, n)

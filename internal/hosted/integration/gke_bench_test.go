@@ -29,7 +29,7 @@ import (
 // (reconciler, API client and the in-process simulator together) and peak RSS. It also checks
 // that a pass between refreshes makes no call.
 func BenchmarkGKERefreshRound(b *testing.B) {
-	for _, n := range []int{1000} {
+	for _, n := range []int{1000, 5000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for b.Loop() {
 				gkeRefreshRound(b, n)
