@@ -33,6 +33,8 @@ type Options struct {
 	LocalConfig *rest.Config
 	// RegistrationWorkers is the number of concurrent grants (default 128).
 	RegistrationWorkers int
+	// AnswerTTL and ReaderWindow: see clusterregistration.Reconciler (defaults 30m and 10m).
+	AnswerTTL, ReaderWindow time.Duration
 }
 
 // Setup creates drover's registration namespaces and adds the controllers to mgr.
@@ -49,7 +51,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c client.Client, opts Options)
 	if err := (&cluster.Reconciler{Client: mc}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up cluster controller: %w", err)
 	}
-	if err := (&clusterregistration.Reconciler{Client: mc, APIReader: reader, RequestTokenTTL: opts.RequestTokenTTL, MaxConcurrentReconciles: opts.RegistrationWorkers}).SetupWithManager(ctx, mgr); err != nil {
+	if err := (&clusterregistration.Reconciler{Client: mc, APIReader: reader, RequestTokenTTL: opts.RequestTokenTTL, MaxConcurrentReconciles: opts.RegistrationWorkers,
+		AnswerTTL: opts.AnswerTTL, ReaderWindow: opts.ReaderWindow}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("set up clusterregistration controller: %w", err)
 	}
 	if err := (&importer.Reconciler{Client: mc, APIReader: reader, Config: opts.Config}).SetupWithManager(ctx, mgr); err != nil {

@@ -9,7 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
@@ -54,6 +57,9 @@ type Reconciler struct {
 	// AnswerTTL is how long the registration secret (and the import identity's right to read
 	// it) outlives the grant (default 30m): the agent reads it once, right away.
 	AnswerTTL time.Duration
+	// ReaderWindow is the time window of the Roles that let import identities read their
+	// answers (default 10m): a window's Roles are deleted AnswerTTL after it ends.
+	ReaderWindow time.Duration
 	// MaxConcurrentReconciles defaults to 128: a grant is a few dependent requests, mostly
 	// waiting (64 left the 1,000-agent benchmark worker-bound, 256 gained nothing more).
 	MaxConcurrentReconciles int
@@ -73,6 +79,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	if r.AnswerTTL == 0 {
 		r.AnswerTTL = 30 * time.Minute
+	}
+	if r.ReaderWindow == 0 {
+		r.ReaderWindow = 10 * time.Minute
 	}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &fleetv1alpha1.Cluster{}, ClientIDIndex, func(o client.Object) []string {
@@ -257,13 +266,26 @@ func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.
 // reasonAnswerExpired marks a granted registration whose secret was deleted.
 const reasonAnswerExpired = "SecretExpired"
 
-// expireAnswer deletes the registration secret and its reader AnswerTTL after the grant.
+// expireAnswer deletes the registration secret AnswerTTL after the grant, and the reader Roles
+// of the grant's window AnswerTTL after that window ended (when every answer they name has
+// expired).
 func (r *Reconciler) expireAnswer(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) (ctrl.Result, error) {
 	cond := meta.FindStatusCondition(cr.Status.Conditions, fleetv1alpha1.ConditionGranted)
-	if cond == nil || cond.Reason == reasonAnswerExpired {
+	if cond == nil {
 		return ctrl.Result{}, nil
 	}
-	if left := r.AnswerTTL - time.Since(cond.LastTransitionTime.Time); left > 0 {
+	granted := cond.LastTransitionTime.Time // at or after the reader was written
+	if cond.Reason == reasonAnswerExpired {
+		sweepAt := r.windowEnd(granted).Add(r.AnswerTTL)
+		switch now := time.Now(); {
+		case now.Before(sweepAt):
+			return ctrl.Result{RequeueAfter: sweepAt.Sub(now)}, nil
+		case now.Before(sweepAt.Add(r.ReaderWindow)): // once, not on every later resync
+			return ctrl.Result{}, r.sweepReaders(ctx, cr)
+		}
+		return ctrl.Result{}, nil
+	}
+	if left := r.AnswerTTL - time.Since(granted); left > 0 {
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
 	if err := r.deleteAnswer(ctx, cr); err != nil {
@@ -271,17 +293,18 @@ func (r *Reconciler) expireAnswer(ctx context.Context, cr *fleetv1alpha1.Cluster
 	}
 	before := cr.DeepCopy()
 	cond.Reason, cond.Message = reasonAnswerExpired, "Registration secret delivered and deleted"
-	return ctrl.Result{}, kube.PatchStatus(ctx, r.Client, cr, before)
+	if err := kube.PatchStatus(ctx, r.Client, cr, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: time.Until(r.windowEnd(granted).Add(r.AnswerTTL))}, nil
 }
 
 func (r *Reconciler) deleteAnswer(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) error {
 	byReg := client.MatchingLabels{fleetv1alpha1.RegistrationLabel: cr.Name, fleetv1alpha1.ClusterNamespaceLabel: cr.Namespace}
-	for _, obj := range []client.Object{&corev1.Secret{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
-		if err := r.Client.DeleteAllOf(ctx, obj, client.InNamespace(fleetv1alpha1.SystemRegistrationNamespace), byReg); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete %T of registration %s: %w", obj, cr.Name, err)
-		}
+	if err := r.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(fleetv1alpha1.SystemRegistrationNamespace), byReg); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete registration secret of %s: %w", cr.Name, err)
 	}
-	return nil
+	return r.sweepReaders(ctx, cr)
 }
 
 // newer reports whether a was created strictly after b. Creation times have one-second
@@ -369,18 +392,80 @@ func (r *Reconciler) importIdentity(ctx context.Context, cr *fleetv1alpha1.Clust
 	return tok.Status.ServiceAccountName, nil
 }
 
+// The import identity's right to read the answers of its token's registrations is kept in a
+// few Roles per token and time window (readerShards, readerWindow), each listing secret names:
+// a grant adds its secret's name with one JSON patch instead of creating a Role and a
+// RoleBinding. Fewer writes on every agent's critical path, and fewer RoleBindings in the
+// system namespace for the authorizer to scan on each of the agents' watches. The identity may
+// read exactly what the per-registration Roles allowed before (all of them were bound to the
+// same import ServiceAccount); a window's Roles are deleted once its answers have expired.
+const (
+	readerShards = 16
+	// readerWindowEndLabel holds the end of a reader Role's window, in Unix seconds.
+	readerWindowEndLabel = fleetv1alpha1.LabelPrefix + "reader-window-end"
+)
+
+// windowEnd is the end of the reader window t falls in.
+func (r *Reconciler) windowEnd(t time.Time) time.Time {
+	return t.Truncate(r.ReaderWindow).Add(r.ReaderWindow)
+}
+
 // applyReader lets the import identity get and watch the one registration secret answering cr.
 func (r *Reconciler) applyReader(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, importSA string) error {
 	secretName := names.RegistrationSecretName(cr.Spec.ClientID, cr.Spec.ClientRandom)
-	labels := map[string]string{
-		fleetv1alpha1.RegistrationLabel:     cr.Name,
-		fleetv1alpha1.TokenLabel:            cr.Labels[fleetv1alpha1.TokenLabel],
-		fleetv1alpha1.ClusterNamespaceLabel: cr.Namespace,
+	token := cr.Labels[fleetv1alpha1.TokenLabel]
+	window := strconv.FormatInt(r.windowEnd(time.Now()).Unix(), 10)
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(secretName))
+	name := names.SafeConcat("reader", cr.Namespace, token, window, strconv.Itoa(int(h.Sum32()%readerShards)))
+	sys := fleetv1alpha1.SystemRegistrationNamespace
+	add := client.RawPatch(types.JSONPatchType, []byte(fmt.Sprintf(`[{"op":"add","path":"/rules/0/resourceNames/-","value":%q}]`, secretName)))
+	err := r.Client.Patch(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: sys, Name: name}}, add)
+	if !apierrors.IsNotFound(err) {
+		if err != nil {
+			return fmt.Errorf("add %s to registration secret reader %s: %w", secretName, name, err)
+		}
+		return nil
 	}
-	return applyAll(ctx, r.Client, "registration secret reader "+secretName,
-		kube.Role(fleetv1alpha1.SystemRegistrationNamespace, secretName, labels,
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secretName}, Verbs: []string{"get", "list", "watch"}}),
-		kube.RoleBinding(fleetv1alpha1.SystemRegistrationNamespace, secretName, labels, secretName, cr.Namespace, importSA))
+	// The first answer of this shard and window: the binding (it may name a Role that does not
+	// exist yet), then the Role, or the patch if another grant created it meanwhile.
+	labels := kube.ManagedLabels(map[string]string{fleetv1alpha1.TokenLabel: token, fleetv1alpha1.ClusterNamespaceLabel: cr.Namespace, readerWindowEndLabel: window})
+	if err := kube.CreateIfAbsent(ctx, r.Client, kube.RoleBinding(sys, name, labels, name, cr.Namespace, importSA)); err != nil {
+		return fmt.Errorf("create registration secret reader binding %s: %w", name, err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: sys, Name: name, Labels: labels},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secretName}, Verbs: []string{"get", "list", "watch"}}}}
+	err = r.Client.Create(ctx, role, client.FieldOwner(kube.FieldOwner))
+	if apierrors.IsAlreadyExists(err) {
+		err = r.Client.Patch(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: sys, Name: name}}, add)
+	}
+	if err != nil {
+		return fmt.Errorf("create registration secret reader %s: %w", name, err)
+	}
+	return nil
+}
+
+// sweepReaders deletes the reader Roles and RoleBindings of cr's token whose window's answers
+// have all expired (AnswerTTL after the window's end).
+func (r *Reconciler) sweepReaders(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) error {
+	cutoff := time.Now().Add(-r.AnswerTTL).Unix()
+	var roles rbacv1.RoleList
+	if err := r.APIReader.List(ctx, &roles, client.InNamespace(fleetv1alpha1.SystemRegistrationNamespace), client.HasLabels{readerWindowEndLabel},
+		client.MatchingLabels{fleetv1alpha1.TokenLabel: cr.Labels[fleetv1alpha1.TokenLabel], fleetv1alpha1.ClusterNamespaceLabel: cr.Namespace}); err != nil {
+		return fmt.Errorf("list registration secret readers: %w", err)
+	}
+	for i := range roles.Items {
+		role := &roles.Items[i]
+		if end, err := strconv.ParseInt(role.Labels[readerWindowEndLabel], 10, 64); err != nil || end > cutoff {
+			continue
+		}
+		for _, obj := range []client.Object{role, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: role.Namespace, Name: role.Name}}} {
+			if err := kube.Delete(ctx, r.Client, obj); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // grant creates the request identity and its rights, and the registration secret last: once the

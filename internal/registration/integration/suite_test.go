@@ -124,6 +124,10 @@ func writeConfig(ctx context.Context, c client.Client, url string, ca []byte) er
 
 // startControllers runs drover's registration controllers against cfg until ctx ends; metrics
 // is the metrics bind address ("0": none).
+// testReaderWindow is the suite's reader window, short so that TestAnswerExpiry sees a
+// window's reader Roles swept.
+const testReaderWindow = 2 * time.Second
+
 func startControllers(ctx context.Context, cfg *rest.Config, local bool, metrics string) (<-chan struct{}, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 1000, 2000
@@ -133,8 +137,9 @@ func startControllers(ctx context.Context, cfg *rest.Config, local bool, metrics
 	}
 	opts := registration.Options{}
 	opts.RegistrationWorkers, _ = strconv.Atoi(os.Getenv("DROVER_REGISTRATION_WORKERS"))
-	if local {
+	if local { // the test suite's controllers (the benchmark's run with the defaults)
 		opts.LocalConfig = cfg
+		opts.ReaderWindow = testReaderWindow
 	}
 	if err := registration.Setup(ctx, mgr, mgr.GetClient(), opts); err != nil {
 		return nil, err
