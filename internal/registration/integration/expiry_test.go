@@ -61,7 +61,7 @@ func TestAnswerExpiry(t *testing.T) {
 		}
 		err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: sys, Name: secretName}, &corev1.Secret{})
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("registration secret still there (%v)", err)
+			return fmt.Errorf("registration secret still there (%w)", err)
 		}
 		got := &fleetv1alpha1.ClusterRegistration{}
 		if err := mgmt.Client.Get(ctx, req.NamespacedName, got); err != nil {
