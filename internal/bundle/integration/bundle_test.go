@@ -159,13 +159,7 @@ func TestDriftIsReportedAndCorrected(t *testing.T) {
 	t.Cleanup(func() { _ = mgmt.Client.Delete(ctx, b) })
 	bdState := func(want func(*fleetv1alpha1.BundleDeployment) error) {
 		t.Helper()
-		eventually(t, 30*time.Second, func() error {
-			bd, err := bundleDeployment(t, plainName, b.Name)
-			if err != nil {
-				return err
-			}
-			return want(bd)
-		})
+		waitBundleDeployment(t, plainName, b.Name, 30*time.Second, want)
 	}
 	bdState(func(bd *fleetv1alpha1.BundleDeployment) error {
 		if !bd.Status.Ready || !bd.Status.NonModified || bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
@@ -390,13 +384,7 @@ func TestWorkloadReadiness(t *testing.T) {
 	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), b) })
 	bdState := func(want func(*fleetv1alpha1.BundleDeployment) error) {
 		t.Helper()
-		eventually(t, 60*time.Second, func() error {
-			bd, err := bundleDeployment(t, fullName, b.Name)
-			if err != nil {
-				return err
-			}
-			return want(bd)
-		})
+		waitBundleDeployment(t, fullName, b.Name, 60*time.Second, want)
 	}
 
 	t.Run("unschedulable pod: not ready, named", func(t *testing.T) {
@@ -436,5 +424,17 @@ func TestWorkloadReadiness(t *testing.T) {
 			}
 			return nil
 		})
+	})
+}
+
+// waitBundleDeployment polls cluster's BundleDeployment name until want accepts it.
+func waitBundleDeployment(t *testing.T, cluster, name string, timeout time.Duration, want func(*fleetv1alpha1.BundleDeployment) error) {
+	t.Helper()
+	eventually(t, timeout, func() error {
+		bd, err := bundleDeployment(t, cluster, name)
+		if err != nil {
+			return err
+		}
+		return want(bd)
 	})
 }
