@@ -200,6 +200,15 @@ func TestControllerMigratesRKE2(t *testing.T) {
 				}
 				run := startController(t, runCtx, e.ns, r)
 				m, err = waitMigration(runCtx, key, 2*time.Minute, finished)
+				if err == nil && !tc.restart {
+					// Events are sent asynchronously: check them while their manager runs
+					// (stopping the manager right after a step may drop its Event).
+					if tc.wantFailed != 0 {
+						wantEvents(t, key, map[string]int{"StepFailed": 1}, corev1.EventTypeWarning+":StepFailed:"+migration.StepNames[tc.wantFailed])
+					} else {
+						wantEvents(t, key, map[string]int{"StepSucceeded": migration.NumSteps, "Succeeded": 1}, "")
+					}
+				}
 				stopAtBoundary()
 				if serr := run.stop(); serr != nil {
 					t.Fatalf("manager: %v", serr)
@@ -252,11 +261,11 @@ func TestControllerMigratesRKE2(t *testing.T) {
 				if err != nil {
 					t.Fatalf("rollback: %v (phase %s)", err, m.Status.Phase)
 				}
+				wantEvents(t, key, map[string]int{"RolledBack": 1}, "")
 				if err := run.stop(); err != nil {
 					t.Fatal(err)
 				}
 				wantCondition(t, m, migration.ConditionReady, metav1.ConditionFalse, migration.ReasonRolledBack, "in-tree aws")
-				wantEvents(t, key, map[string]int{"StepFailed": 1, "RolledBack": 1}, corev1.EventTypeWarning+":StepFailed:"+migration.StepNames[tc.wantFailed])
 				got, err := e.dist.Read(ctx)
 				if err != nil {
 					t.Fatal(err)
@@ -271,9 +280,6 @@ func TestControllerMigratesRKE2(t *testing.T) {
 				t.Fatalf("phase %s, want Succeeded: %+v", m.Status.Phase, m.Status.Conditions)
 			}
 			wantCondition(t, m, migration.ConditionReady, metav1.ConditionTrue, migration.ReasonSucceeded, "out-of-tree AWS cloud controller manager")
-			if !tc.restart { // stopping the manager right after a step may drop its Event (best effort)
-				wantEvents(t, key, map[string]int{"StepSucceeded": migration.NumSteps, "Succeeded": 1}, "")
-			}
 			wantCondition(t, m, migration.ConditionProgressing, metav1.ConditionFalse, migration.ReasonSucceeded, "All steps finished")
 			if c := meta.FindStatusCondition(m.Status.Conditions, migration.ConditionFailed); c != nil {
 				t.Errorf("unexpected Failed condition %+v", c)

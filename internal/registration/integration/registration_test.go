@@ -96,8 +96,10 @@ func TestAgentInitiatedRegistrationDeploysAndPrunes(t *testing.T) {
 		t.Errorf("status resources %+v, want 2", bd.Status.Resources)
 	}
 
+	// A patch, not an update: the agent writes the status concurrently.
+	patch := client.MergeFrom(bd.DeepCopy())
 	bd.Spec.DeploymentID, bd.Spec.Manifests = "v2", rawManifests(t, cm("keep"))
-	if err := mgmt.Client.Update(ctx, bd); err != nil {
+	if err := mgmt.Client.Patch(ctx, bd, patch); err != nil {
 		t.Fatal(err)
 	}
 	waitApplied("v2")
