@@ -64,8 +64,8 @@ type Reconciler struct {
 	// waiting (64 left the 1,000-agent benchmark worker-bound, 256 gained nothing more).
 	MaxConcurrentReconciles int
 
-	// answered holds registrations whose secret this process wrote and whose grant is not
-	// finished yet (finishGrant re-reads the secret before relying on it).
+	// answered maps registrations whose secret this process wrote, and whose grant is not
+	// finished yet, to the UID of their Cluster (finishGrant re-reads both before relying on it).
 	answered sync.Map
 }
 
@@ -115,6 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cr.DeletionTimestamp.IsZero() {
+		r.answered.Delete(cr.UID)
 		return ctrl.Result{}, r.delete(ctx, cr)
 	}
 	if cr.Status.Granted {
@@ -144,8 +145,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	if _, ok := r.answered.Load(cr.UID); ok {
-		return r.finishGrant(ctx, cr, before, siblings.Items)
+	if clusterUID, ok := r.answered.Load(cr.UID); ok {
+		return r.finishGrant(ctx, cr, before, siblings.Items, clusterUID.(types.UID))
 	}
 
 	importSA, err := r.importIdentity(ctx, cr)
@@ -195,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// patch its Cluster's status, which the agent retries for heartbeat.RightsGrace; the
 	// statuses; superseded registrations) waits behind other registrations' grants: in a
 	// registration storm every agent gets its credential first.
-	r.answered.Store(cr.UID, struct{}{})
+	r.answered.Store(cr.UID, cluster.UID)
 	return ctrl.Result{RequeueAfter: time.Millisecond, Priority: ptr.To(bookkeepingPriority)}, nil
 }
 
@@ -207,7 +208,7 @@ const bookkeepingPriority = -100
 // the access Role and RoleBinding in the workspace, the Cluster's first status, superseded
 // registrations, and the registration's status. It re-reads the secret first: only an answer
 // that exists marks the registration granted.
-func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.ClusterRegistration, siblings []fleetv1alpha1.ClusterRegistration) (ctrl.Result, error) {
+func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.ClusterRegistration, siblings []fleetv1alpha1.ClusterRegistration, clusterUID types.UID) (ctrl.Result, error) {
 	secretName := names.RegistrationSecretName(cr.Spec.ClientID, cr.Spec.ClientRandom)
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: fleetv1alpha1.SystemRegistrationNamespace, Name: secretName}, &corev1.Secret{})
 	if apierrors.IsNotFound(err) {
@@ -220,6 +221,11 @@ func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.
 	cluster, err := r.findOrCreateCluster(ctx, cr)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if cluster.UID != clusterUID || !cluster.DeletionTimestamp.IsZero() {
+		// The Cluster the answer was for is gone (or going): grant again, to its successor.
+		r.answered.Delete(cr.UID)
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	if cluster.Status.Namespace == "" {
