@@ -167,8 +167,8 @@ func Delete(ctx context.Context, c client.Client, obj client.Object) error {
 
 // EnsureNamespace applies a namespace with labels.
 func EnsureNamespace(ctx context.Context, c client.Client, name string, labels map[string]string) error {
-	// Usually the registration that created the Cluster created its namespace too: a cached
-	// metadata read then saves the API server a write.
+	// Usually the namespace exists already (a Cluster's spec changed, or its registration made
+	// it): a cached metadata read then saves the API server a write.
 	want := ManagedLabels(labels)
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
