@@ -167,25 +167,8 @@ func Delete(ctx context.Context, c client.Client, obj client.Object) error {
 
 // EnsureNamespace applies a namespace with labels.
 func EnsureNamespace(ctx context.Context, c client.Client, name string, labels map[string]string) error {
-	// Usually the namespace exists already (a Cluster's spec changed, or its registration made
-	// it): a cached metadata read then saves the API server a write.
-	want := ManagedLabels(labels)
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err == nil && ns.DeletionTimestamp.IsZero() && hasLabels(ns.Labels, want) {
-		return nil
-	}
 	if err := Apply(ctx, c, corev1ac.Namespace(name).WithLabels(ManagedLabels(labels))); err != nil {
 		return fmt.Errorf("apply namespace %s: %w", name, err)
 	}
 	return nil
-}
-
-func hasLabels(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
 }
