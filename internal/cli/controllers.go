@@ -18,10 +18,11 @@ import (
 
 // hostedOptions are the hosted-cluster sync settings of `drover server`.
 type hostedOptions struct {
-	refresh      map[string]*time.Duration
-	rates        map[string]*hosted.Rate
-	jitter       float64
-	pollInterval time.Duration
+	refresh       map[string]*time.Duration
+	rates         map[string]*hosted.Rate
+	jitter        float64
+	pollInterval  time.Duration
+	hostedWorkers int
 	// registerLocal registers the management cluster itself as the fleet cluster "local".
 	registerLocal bool
 }
@@ -50,6 +51,7 @@ func (o *hostedOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.registerLocal, "register-local", true, "register the cluster drover runs in as the fleet cluster \"local\" (default off with the embedded control plane, which has no nodes to run an agent)")
 	f.Float64Var(&o.jitter, "refresh-jitter", 0.1, "fraction of the refresh interval added at random, so clusters do not refresh in the same second")
 	f.DurationVar(&o.pollInterval, "hosted-poll-interval", 30*time.Second, "how often a hosted cluster with work in progress is re-read")
+	f.IntVar(&o.hostedWorkers, "hosted-workers", 8, "hosted clusters synced at once (raise for thousands of clusters at high cloud latency)")
 }
 
 func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
@@ -67,6 +69,7 @@ func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
 				RefreshIntervals: intervals,
 				Jitter:           o.jitter,
 				PollInterval:     o.pollInterval,
+				Workers:          o.hostedWorkers,
 				Limits:           &hosted.Limits{PerProvider: rates},
 			}
 			return r.SetupWithManager(mgr)
