@@ -20,6 +20,12 @@ export DROVER_KUBE_BIN_DIR  := $(KUBE_BIN)
 
 GO_TEST_FLAGS ?= -timeout 30m
 
+# drover's version: the tag on HEAD (v1.2.3), else the nearest tag plus commits
+# (v1.2.3-4-gabcdef), else v0.0.0-dev. Agents default to the image of this version.
+VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null; test $$? -eq 1 && echo -dirty)
+LDFLAGS := -X github.com/droverhq/drover/internal/version.Version=$(VERSION) -X github.com/droverhq/drover/internal/version.Commit=$(COMMIT)
+
 ##@ General
 
 .PHONY: help
@@ -61,7 +67,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (config: .golangci.yml).
 
 .PHONY: build
 build: ## Build bin/drover.
-	$(GO) build -o $(BIN)/drover ./cmd/drover
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/drover ./cmd/drover
 
 .PHONY: tools
 tools: ## Build the pinned Kubernetes binaries (apiserver, controller-manager, scheduler, kubectl, etcd, kwok) into bin/k8s once.

@@ -9,10 +9,10 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-)
 
-// Version is set at build time with -ldflags "-X github.com/droverhq/drover/internal/cli.Version=...".
-var Version = "dev"
+	"github.com/droverhq/drover/internal/controlplane"
+	"github.com/droverhq/drover/internal/version"
+)
 
 // NewRootCommand returns the drover command with every subcommand.
 func NewRootCommand() *cobra.Command {
@@ -43,11 +43,38 @@ func Main(args []string) int {
 }
 
 func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print drover's version",
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "drover %s\n", Version)
+		Short: "Print drover's version, git commit, Go version and the Kubernetes version it was built against",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info := buildInfo()
+			switch output {
+			case "":
+				_, err := fmt.Fprint(cmd.OutOrStdout(), info.String())
+				return err
+			case "json":
+				b, err := info.JSON()
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+				return err
+			}
+			return fmt.Errorf("-o %s: unknown output format (use json, or leave it out)", output)
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json")
+	return cmd
+}
+
+// buildInfo is version.Get(), with the Kubernetes version of the embedded control plane when
+// the binary carries no module information (test binaries, -buildinfo stripped).
+func buildInfo() version.Info {
+	info := version.Get()
+	if info.KubernetesVersion == version.Unknown {
+		info.KubernetesVersion = controlplane.KubernetesVersion
+	}
+	return info
 }
