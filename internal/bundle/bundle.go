@@ -32,6 +32,9 @@ type Options struct {
 	Workers int
 	// ManageAgents keeps a drover-agent-<cluster> Bundle per registered Cluster (package agentmgmt).
 	ManageAgents bool
+	// AgentImage is the agent image of Clusters without spec.agentImage (default
+	// manifests.DefaultImage()); it must match registration.Options.AgentImage.
+	AgentImage string
 }
 
 // Setup adds the bundle and content-access controllers to mgr.
@@ -43,7 +46,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("set up bundle content access controller: %w", err)
 	}
 	if opts.ManageAgents {
-		if err := (&agentmgmt.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		if err := (&agentmgmt.Reconciler{Client: mgr.GetClient(), AgentImage: opts.AgentImage}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up agent bundle controller: %w", err)
 		}
 	}

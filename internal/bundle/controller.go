@@ -178,6 +178,13 @@ func matchAny(ts []fleetv1alpha1.BundleTarget, c *fleetv1alpha1.Cluster) (bool, 
 	return false, nil
 }
 
+// Bundles, their BundleDeployments and content-addressed BundleContents, targeting Clusters.
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=bundles,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=bundles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=bundles/finalizers,verbs=update
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=bundledeployments;bundlecontents,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters,verbs=get;list;watch
+
 // Reconcile makes the BundleDeployments match the Bundle and the targeted clusters.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := &fleetv1alpha1.Bundle{}
@@ -458,6 +465,10 @@ func summarize(bds []*fleetv1alpha1.BundleDeployment, id string, desired int) fl
 		case bd.Spec.DeploymentID != id:
 			s.OutOfDate++
 			state = "OutOfDate"
+		case applied != nil && applied.Reason == fleetv1alpha1.ReasonUnknownKind && applied.ObservedGeneration == bd.Generation:
+			// Retried by the agent (a CRD being established): pending, not an error.
+			s.Pending++
+			state, msg = "Pending", applied.Message
 		case applied != nil && applied.Status == metav1.ConditionFalse && applied.ObservedGeneration == bd.Generation:
 			s.ErrApplied++
 			state, msg = "ErrApplied", applied.Message
@@ -486,15 +497,31 @@ func summarize(bds []*fleetv1alpha1.BundleDeployment, id string, desired int) fl
 func modifiedMessage(bd *fleetv1alpha1.BundleDeployment) string {
 	var parts []string
 	for _, r := range bd.Status.Resources {
-		if r.State != "Applied" {
-			parts = append(parts, fmt.Sprintf("%s %s/%s %s: %s", r.Kind, r.Namespace, r.Name, r.State, r.Message))
+		if r.State == "Applied" {
+			continue
 		}
+		msg := r.Message
+		if r.Kind == "Secret" && r.APIVersion == "v1" {
+			msg = fieldPaths(msg)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s/%s %s: %s", r.Kind, r.Namespace, r.Name, r.State, msg))
 	}
 	msg := strings.Join(parts, "; ")
 	if len(msg) > 512 {
 		msg = msg[:509] + "..."
 	}
 	return msg
+}
+
+// fieldPaths keeps only the field paths of a drift report ("path: want X, have Y; ..."). Agents
+// report Secrets by path only; this keeps a Bundle, readable more widely than a cluster's
+// BundleDeployments, free of Secret values even if an older agent reported them.
+func fieldPaths(msg string) string {
+	parts := strings.Split(msg, "; ")
+	for i, p := range parts {
+		parts[i], _, _ = strings.Cut(p, ": ")
+	}
+	return strings.Join(parts, "; ")
 }
 
 func readyCond(b *fleetv1alpha1.Bundle) {

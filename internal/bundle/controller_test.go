@@ -3,6 +3,7 @@ package bundle
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,18 +53,28 @@ func TestTargets(t *testing.T) {
 	}
 }
 
-// TestRollout: updates are held while paused and limited by maxUnavailable; new clusters get
-// the current version regardless.
+// TestRollout: updates are held while paused and limited by maxUnavailable, counting the
+// clusters that are not ready (an update that never becomes ready halts the rollout; a cluster
+// already not ready is updated first and does not use up the budget); new clusters get the
+// current version regardless.
 func TestRollout(t *testing.T) {
 	for _, tc := range []struct {
-		name            string
-		rollout         fleetv1alpha1.BundleRollout
-		wantUpdatedEach []int // updated BundleDeployments after each pass; agents make them ready in between
+		name    string
+		rollout fleetv1alpha1.BundleRollout
+		// notReady says which BundleDeployments their agents report applied but not ready.
+		notReady        func(bd *fleetv1alpha1.BundleDeployment, first string) bool
+		wantUpdatedEach []int // updated BundleDeployments after each pass; agents report in between
 	}{
-		{"default: all at once", fleetv1alpha1.BundleRollout{}, []int{4}},
-		{"maxUnavailable 1", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromInt32(1))}, []int{1, 2, 3, 4}},
-		{"maxUnavailable 50%", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromString("50%"))}, []int{2, 4}},
-		{"paused", fleetv1alpha1.BundleRollout{Paused: true}, []int{0, 0}},
+		{"default: all at once", fleetv1alpha1.BundleRollout{}, nil, []int{4}},
+		{"maxUnavailable 1", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromInt32(1))}, nil, []int{1, 2, 3, 4}},
+		{"maxUnavailable 50%", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromString("50%"))}, nil, []int{2, 4}},
+		{"paused", fleetv1alpha1.BundleRollout{Paused: true}, nil, []int{0, 0}},
+		{"maxUnavailable 1, new version never ready: halts", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromInt32(1))},
+			func(bd *fleetv1alpha1.BundleDeployment, first string) bool { return bd.Spec.DeploymentID != first }, []int{1, 1, 1}},
+		{"maxUnavailable 2, one cluster never ready: updated first, counted", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromInt32(2))},
+			func(bd *fleetv1alpha1.BundleDeployment, _ string) bool {
+				return bd.Labels[fleetv1alpha1.ClusterLabel] == "c3"
+			}, []int{2, 3, 4, 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
@@ -78,15 +89,20 @@ func TestRollout(t *testing.T) {
 				WithStatusSubresource(&fleetv1alpha1.Bundle{}, &fleetv1alpha1.BundleDeployment{}).
 				WithIndex(&fleetv1alpha1.BundleDeployment{}, bundleIndex, func(o client.Object) []string { return []string{bundleKey(o)} }).Build()
 			r := &Reconciler{Client: c, Workers: 4}
+			first := ""
 			pass := func() {
 				t.Helper()
 				if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
 					t.Fatal(err)
 				}
-				agentsReport(t, ctx, c)
+				if first == "" {
+					first = currentID(t, ctx, c, b)
+				}
+				agentsReport(t, ctx, c, func(bd *fleetv1alpha1.BundleDeployment) bool {
+					return tc.notReady != nil && tc.notReady(bd, first)
+				})
 			}
 			pass()
-			first := currentID(t, ctx, c, b)
 			if n := countAt(t, ctx, c, first); n != 4 {
 				t.Fatalf("%d/4 BundleDeployments created", n)
 			}
@@ -115,8 +131,9 @@ func rawCM(t *testing.T, v string) []runtime.RawExtension {
 	return []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"v":"` + v + `"}}`)}}
 }
 
-// agentsReport marks every BundleDeployment applied and ready, as agents would.
-func agentsReport(t *testing.T, ctx context.Context, c client.Client) {
+// agentsReport marks every BundleDeployment applied, and ready unless notReady says otherwise,
+// as agents would.
+func agentsReport(t *testing.T, ctx context.Context, c client.Client, notReady func(*fleetv1alpha1.BundleDeployment) bool) {
 	t.Helper()
 	var list fleetv1alpha1.BundleDeploymentList
 	if err := c.List(ctx, &list); err != nil {
@@ -124,7 +141,7 @@ func agentsReport(t *testing.T, ctx context.Context, c client.Client) {
 	}
 	for i := range list.Items {
 		bd := &list.Items[i]
-		bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
+		bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, !notReady(bd), true
 		if err := c.Status().Update(ctx, bd); err != nil {
 			t.Fatal(err)
 		}
@@ -153,4 +170,32 @@ func countAt(t *testing.T, ctx context.Context, c client.Client, id string) int 
 		}
 	}
 	return n
+}
+
+// TestSummary: the Bundle summary (readable by anyone who can read Bundles) never shows a
+// Secret's values, even from an agent that reported them, and a BundleDeployment waiting for
+// its cluster to serve a kind is pending, not failed.
+func TestSummary(t *testing.T) {
+	const id = "s-1:x"
+	bd := func(cluster string, st fleetv1alpha1.BundleDeploymentStatus) *fleetv1alpha1.BundleDeployment {
+		return &fleetv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{fleetv1alpha1.ClusterLabel: cluster}},
+			Spec: fleetv1alpha1.BundleDeploymentSpec{DeploymentID: id}, Status: st}
+	}
+	s := summarize([]*fleetv1alpha1.BundleDeployment{
+		bd("a", fleetv1alpha1.BundleDeploymentStatus{AppliedDeploymentID: id, Ready: true, Resources: []fleetv1alpha1.ResourceState{
+			{APIVersion: "v1", Kind: "Secret", Namespace: "ns", Name: "creds", State: "Modified", Message: `data.password: want "czNjcmV0", have "bGVha2Vk"; data.user`},
+			{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "cm", State: "Modified", Message: `data.color: want "blue", have "red"`},
+		}}),
+		bd("b", fleetv1alpha1.BundleDeploymentStatus{Conditions: []metav1.Condition{{Type: fleetv1alpha1.ConditionApplied, Status: metav1.ConditionFalse,
+			Reason: fleetv1alpha1.ReasonUnknownKind, Message: "Waiting for the cluster to serve Widget.example.com/v1; retrying"}}}),
+	}, id, 2)
+	if s.Modified != 1 || s.Pending != 1 || s.ErrApplied != 0 || len(s.NonReadyClusters) != 2 {
+		t.Fatalf("summary %+v", s)
+	}
+	if got, want := s.NonReadyClusters[0].Message, `Secret ns/creds Modified: data.password; data.user; ConfigMap ns/cm Modified: data.color: want "blue", have "red"`; got != want {
+		t.Errorf("modified message\n got %s\nwant %s", got, want)
+	}
+	if got := s.NonReadyClusters[1]; got.State != "Pending" || !strings.Contains(got.Message, "Widget.example.com/v1") {
+		t.Errorf("unknown kind: %+v", got)
+	}
 }

@@ -96,7 +96,7 @@ pipe the output to 'kubectl apply -f -' against the downstream cluster.`,
 	f.StringVar(&ns, "token-namespace", fleetv1alpha1.DefaultWorkspaceNamespace, "namespace of the token (the workspace)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
 	f.StringVar(&namespace, "agent-namespace", manifests.DefaultNamespace, "downstream agent namespace")
-	f.StringVar(&image, "image", manifests.DefaultImage, "agent image")
+	f.StringVar(&image, "image", manifests.DefaultImage(), "agent image (default: this drover's version)")
 	f.StringVar(&clientID, "client-id", "", "clientID (default: the downstream kube-system namespace UID)")
 	_ = cmd.MarkFlagRequired("token")
 	return cmd

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/droverhq/drover/internal/agent/manifests"
 	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/hosted/aks"
@@ -25,6 +26,8 @@ type hostedOptions struct {
 	hostedWorkers int
 	// registerLocal registers the management cluster itself as the fleet cluster "local".
 	registerLocal bool
+	// agentImage is the image of every agent drover deploys (imported, local, agent Bundles).
+	agentImage string
 }
 
 // Provider defaults: refresh every 300 s like the incumbent; API budgets from the providers'
@@ -48,6 +51,7 @@ func (o *hostedOptions) addFlags(f *pflag.FlagSet) {
 		f.Float64Var(&r.QPS, p.name+"-api-qps", p.rate.QPS, strings.ToUpper(p.name)+" API requests per second per "+p.what+" (token bucket refill; 0: unlimited)")
 		f.IntVar(&r.Burst, p.name+"-api-burst", p.rate.Burst, strings.ToUpper(p.name)+" API token bucket size per "+p.what)
 	}
+	f.StringVar(&o.agentImage, "agent-image", manifests.DefaultImage(), "image of the agents drover deploys to clusters that set no spec.agentImage (default: this server's version)")
 	f.BoolVar(&o.registerLocal, "register-local", true, "register the cluster drover runs in as the fleet cluster \"local\" (default off with the embedded control plane, which has no nodes to run an agent)")
 	f.Float64Var(&o.jitter, "refresh-jitter", 0.1, "fraction of the refresh interval added at random, so clusters do not refresh in the same second")
 	f.DurationVar(&o.pollInterval, "hosted-poll-interval", 30*time.Second, "how often a hosted cluster with work in progress is re-read")
@@ -78,12 +82,12 @@ func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
 			return (&migrationcontroller.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 		},
 		func(mgr ctrl.Manager) error {
-			opts := registration.Options{}
+			opts := registration.Options{AgentImage: o.agentImage}
 			if o.registerLocal {
 				opts.LocalConfig = mgr.GetConfig()
 			}
 			return registration.Controllers(opts)(mgr)
 		},
-		bundle.Controllers(bundle.Options{ManageAgents: true}),
+		bundle.Controllers(bundle.Options{ManageAgents: true, AgentImage: o.agentImage}),
 	}
 }

@@ -35,6 +35,9 @@ type Options struct {
 	RegistrationWorkers int
 	// AnswerTTL and ReaderWindow: see clusterregistration.Reconciler (defaults 30m and 10m).
 	AnswerTTL, ReaderWindow time.Duration
+	// AgentImage is the image of imported agents whose Cluster sets none (default
+	// manifests.DefaultImage(), this server's version); bundle.Options.AgentImage must match.
+	AgentImage string
 }
 
 // Setup creates drover's registration namespaces and adds the controllers to mgr.
@@ -55,7 +58,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c client.Client, opts Options)
 		AnswerTTL: opts.AnswerTTL, ReaderWindow: opts.ReaderWindow}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("set up clusterregistration controller: %w", err)
 	}
-	if err := (&importer.Reconciler{Client: mc, APIReader: reader, Config: opts.Config}).SetupWithManager(ctx, mgr); err != nil {
+	if err := (&importer.Reconciler{Client: mc, APIReader: reader, Config: opts.Config, AgentImage: opts.AgentImage}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("set up import controller: %w", err)
 	}
 	if opts.LocalConfig != nil {

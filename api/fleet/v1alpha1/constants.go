@@ -90,4 +90,7 @@ const (
 	ReasonBootstrapMissing    = "BootstrapSecretMissing"
 	ReasonRegistrationFailed  = "RegistrationFailed"
 	ReasonRegistered          = "Registered"
+	// ReasonUnknownKind: a BundleDeployment holds a kind its cluster does not serve yet (a custom
+	// resource whose CRD is not established, or a typo); the agent keeps retrying.
+	ReasonUnknownKind = "UnknownKind"
 )

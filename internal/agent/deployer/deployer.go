@@ -15,7 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +26,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +49,10 @@ const (
 	StateMissing  = "Missing"
 	StateNotReady = "NotReady"
 )
+
+// unknownKindRetry is how soon a BundleDeployment holding kinds the cluster does not serve yet
+// is applied again.
+const unknownKindRetry = 5 * time.Second
 
 // notReadyRecheck is how soon a BundleDeployment whose workloads are not ready yet is checked
 // again (instead of the drift interval), so readiness is reported promptly.
@@ -147,9 +153,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var states []fleetv1alpha1.ResourceState
 	want := map[key]bool{}
 	var failed error
-	for _, u := range objs {
-		st, err := r.apply(ctx, bd, u, bd.Spec.Options.ForceConflicts || bd.Spec.Options.CorrectDrift, false)
-		if err != nil {
+	var unknown []string // kinds the cluster does not serve (yet)
+	force := bd.Spec.Options.ForceConflicts || bd.Spec.Options.CorrectDrift
+	// CRDs and Namespaces first, so that the custom resources and namespaced objects of the
+	// same bundle can be resolved and applied in the same pass.
+	first, rest := splitFoundation(objs)
+	for i, u := range append(first, rest...) {
+		if i == len(first) && len(rest) > 0 {
+			r.waitEstablished(ctx, first)
+		}
+		st, err := r.apply(ctx, bd, u, force, false)
+		switch {
+		case meta.IsNoMatchError(err):
+			// The client's REST mapper re-reads discovery on a miss, so a retry sees a kind as
+			// soon as the cluster serves it.
+			st.State, st.Message = StateNotReady, "kind not served by the cluster yet"
+			unknown = append(unknown, u.GroupVersionKind().Kind+"."+u.GroupVersionKind().GroupVersion().String())
+		case err != nil:
 			failed = errors.Join(failed, err)
 		}
 		states = append(states, st)
@@ -158,7 +178,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Prune what the previously applied deployment had and this one dropped. The inventory is
 	// the downstream record (or, without one, the status the agent wrote), so only objects the
 	// agent applied are ever deleted.
-	if failed == nil && bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
+	if failed == nil && len(unknown) == 0 && bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
 		old, _, err := r.readRecord(ctx, client.ObjectKeyFromObject(bd))
 		if err != nil {
 			failed = err
@@ -177,11 +197,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			failed = errors.Join(failed, r.deleteResource(ctx, o))
 		}
 	}
-	if failed == nil {
+	if failed == nil && len(unknown) == 0 {
 		failed = r.writeRecord(ctx, bd, states)
 	}
 
 	bd.Status.Resources = states
+	if failed == nil && len(unknown) > 0 {
+		// Not a failure: usually the CRD of a custom resource is not established yet.
+		bd.Status.Ready = false
+		msg := "Waiting for the cluster to serve " + summarize(slices.Compact(slices.Sorted(slices.Values(unknown)))) + "; retrying"
+		setCond(bd, fleetv1alpha1.ConditionApplied, false, fleetv1alpha1.ReasonUnknownKind, msg)
+		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonUnknownKind, msg)
+		if err := r.patchStatus(ctx, bd, before); err != nil {
+			return ctrl.Result{}, err
+		}
+		log.Info("Kinds not served yet, retrying", "kinds", unknown)
+		return ctrl.Result{RequeueAfter: unknownKindRetry}, nil
+	}
 	if failed != nil {
 		bd.Status.Ready = false
 		setCond(bd, fleetv1alpha1.ConditionApplied, false, fleetv1alpha1.ReasonApplyFailed, failed.Error())
@@ -258,9 +290,7 @@ func (r *Reconciler) objects(ctx context.Context, bd *fleetv1alpha1.BundleDeploy
 		if err := u.UnmarshalJSON(raw.Raw); err != nil {
 			return nil, fmt.Errorf("manifest %d: %w", i, err)
 		}
-		if err := r.prepare(bd, u); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
-		}
+		annotate(bd, u)
 		out = append(out, u)
 	}
 	return out, nil
@@ -289,19 +319,28 @@ func (r *Reconciler) readContent(ctx context.Context, ref fleetv1alpha1.ContentR
 	return bc.Manifests, nil
 }
 
-// prepare sets the default namespace and the agent's annotations.
-func (r *Reconciler) prepare(bd *fleetv1alpha1.BundleDeployment, u *unstructured.Unstructured) error {
+// resolve sets the default namespace of a namespaced object. It needs the object's kind to be
+// served (a meta.NoMatchError otherwise), so it runs just before the object is used.
+func (r *Reconciler) resolve(bd *fleetv1alpha1.BundleDeployment, u *unstructured.Unstructured) error {
+	if u.GetNamespace() != "" {
+		return nil
+	}
 	namespaced, err := r.Downstream.IsObjectNamespaced(u)
 	if err != nil {
 		return err
 	}
-	if namespaced && u.GetNamespace() == "" {
+	if namespaced {
 		ns := bd.Spec.Options.DefaultNamespace
 		if ns == "" {
 			ns = "default"
 		}
 		u.SetNamespace(ns)
 	}
+	return nil
+}
+
+// annotate sets the agent's annotations.
+func annotate(bd *fleetv1alpha1.BundleDeployment, u *unstructured.Unstructured) {
 	ann := u.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
@@ -309,7 +348,54 @@ func (r *Reconciler) prepare(bd *fleetv1alpha1.BundleDeployment, u *unstructured
 	ann["fleet.drover.io/bundle-deployment"] = bd.Namespace + "/" + bd.Name
 	ann["fleet.drover.io/deployment-id"] = bd.Spec.DeploymentID
 	u.SetAnnotations(ann)
-	return nil
+}
+
+// splitFoundation separates the CRDs and Namespaces of objs (in their order) from the rest.
+func splitFoundation(objs []*unstructured.Unstructured) (first, rest []*unstructured.Unstructured) {
+	for _, u := range objs {
+		gk := u.GroupVersionKind().GroupKind()
+		if gk == crdKind || gk == namespaceKind {
+			first = append(first, u)
+		} else {
+			rest = append(rest, u)
+		}
+	}
+	return first, rest
+}
+
+var (
+	crdKind       = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+	namespaceKind = schema.GroupKind{Kind: "Namespace"}
+)
+
+// establishWait bounds how long an apply pass waits for its CRDs to be established before it
+// applies the rest anyway (kinds still unknown then are retried).
+const establishWait = 10 * time.Second
+
+// waitEstablished waits until the CRDs among objs are established.
+func (r *Reconciler) waitEstablished(ctx context.Context, objs []*unstructured.Unstructured) {
+	for _, u := range objs {
+		if u.GroupVersionKind().GroupKind() != crdKind {
+			continue
+		}
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, establishWait, true, func(ctx context.Context) (bool, error) {
+			crd := &unstructured.Unstructured{}
+			crd.SetGroupVersionKind(u.GroupVersionKind())
+			if err := r.Downstream.Get(ctx, client.ObjectKeyFromObject(u), crd); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, c := range conds {
+				if c, ok := c.(map[string]any); ok && c["type"] == "Established" && c["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Info("CRD not established yet, applying the rest anyway", "crd", u.GetName(), "error", err.Error())
+		}
+	}
 }
 
 func stateOf(u *unstructured.Unstructured) fleetv1alpha1.ResourceState {
@@ -318,6 +404,11 @@ func stateOf(u *unstructured.Unstructured) fleetv1alpha1.ResourceState {
 
 // apply server-side applies a copy of u; dryRun returns the object the apply would produce.
 func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployment, u *unstructured.Unstructured, force, dryRun bool) (fleetv1alpha1.ResourceState, error) {
+	if err := r.resolve(bd, u); err != nil {
+		st := stateOf(u)
+		st.State, st.Message = StateFailed, err.Error()
+		return st, fmt.Errorf("%s %s: %w", st.Kind, st.Name, err)
+	}
 	st := stateOf(u)
 	obj := u.DeepCopy()
 	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
@@ -348,10 +439,13 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 	var notReady []string
 	var failed error
 	for _, u := range objs {
+		err := r.resolve(bd, u)
 		st := stateOf(u)
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(u.GroupVersionKind())
-		err := r.Downstream.Get(ctx, client.ObjectKeyFromObject(u), live)
+		if err == nil {
+			err = r.Downstream.Get(ctx, client.ObjectKeyFromObject(u), live)
+		}
 		var fields []string
 		switch {
 		case apierrors.IsNotFound(err):
@@ -366,9 +460,11 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 				st.State, st.Message = StateFailed, err.Error()
 				break
 			}
-			fields = Diff(desired.Object, live.Object)
-			if len(fields) > 0 {
-				st.State, st.Message = StateModified, strings.Join(fields, "; ")
+			// The report may reach anyone who can read Bundles: Diff hides Secret and
+			// sensitive values (see SensitiveWords), and only paths are logged.
+			if diffs := diffObjects(desired.Object, live.Object); len(diffs) > 0 {
+				st.State, st.Message = StateModified, strings.Join(reports(diffs), "; ")
+				fields = paths(diffs)
 			}
 			if ok, why := health(live); !ok {
 				notReady = append(notReady, describe(live)+": "+why)
@@ -378,7 +474,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 			}
 		}
 		if (st.State == StateModified || st.State == StateMissing) && bd.Spec.Options.CorrectDrift {
-			log.Info("Correcting drift", "kind", st.Kind, "namespace", st.Namespace, "name", st.Name, "drift", st.Message)
+			log.Info("Correcting drift", "kind", st.Kind, "namespace", st.Namespace, "name", st.Name, "fields", fields)
 			if _, err := r.apply(ctx, bd, u, true, false); err != nil {
 				failed = errors.Join(failed, err)
 			} else {
@@ -429,54 +525,6 @@ func equalStatus(a, b *fleetv1alpha1.BundleDeployment) bool {
 var ignored = map[string]bool{
 	"metadata.managedFields": true, "metadata.resourceVersion": true, "metadata.generation": true,
 	"metadata.creationTimestamp": true, "metadata.uid": true, "status": true,
-}
-
-// Diff lists the paths at which desired and live differ, with both values, sorted.
-func Diff(desired, live map[string]any) []string {
-	var out []string
-	diffValue("", desired, live, &out)
-	sort.Strings(out)
-	return out
-}
-
-func diffValue(path string, d, l any, out *[]string) {
-	if ignored[path] {
-		return
-	}
-	switch dv := d.(type) {
-	case map[string]any:
-		lv, ok := l.(map[string]any)
-		if !ok {
-			break
-		}
-		keys := map[string]bool{}
-		for k := range dv {
-			keys[k] = true
-		}
-		for k := range lv {
-			keys[k] = true
-		}
-		for k := range keys {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
-			diffValue(p, dv[k], lv[k], out)
-		}
-		return
-	case []any:
-		lv, ok := l.([]any)
-		if !ok || len(lv) != len(dv) {
-			break
-		}
-		for i := range dv {
-			diffValue(fmt.Sprintf("%s[%d]", path, i), dv[i], lv[i], out)
-		}
-		return
-	}
-	if fmt.Sprint(d) != fmt.Sprint(l) || (d == nil) != (l == nil) {
-		*out = append(*out, fmt.Sprintf("%s: want %s, have %s", path, short(d), short(l)))
-	}
 }
 
 func short(v any) string {

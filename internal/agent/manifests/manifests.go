@@ -16,12 +16,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/version"
 )
 
 // Names of the downstream objects.
 const (
 	DefaultNamespace = "drover-agent"
-	DefaultImage     = "ghcr.io/droverhq/drover:latest"
 	Name             = "drover-agent"
 	// BootstrapSecret holds the import identity until registration succeeds.
 	BootstrapSecret = "drover-agent-bootstrap"
@@ -33,12 +33,18 @@ const (
 	KeyLabels = "labels"
 )
 
+// DefaultImage is the agent image of this build of drover: ghcr.io/droverhq/drover:<version>,
+// so agents run the version of the server that deploys them (drover server --agent-image
+// overrides it).
+func DefaultImage() string { return version.Image() }
+
 // Options configure an agent installation.
 type Options struct {
 	Namespace string
-	Image     string
-	ClientID  string
-	Labels    map[string]string
+	// Image of the agent (default DefaultImage()).
+	Image    string
+	ClientID string
+	Labels   map[string]string
 	// Bootstrap is the bootstrap secret's data (the token values); nil leaves it out.
 	Bootstrap map[string][]byte
 	// ConfigHash is put on the pod template so a changed bootstrap rolls the agent.
@@ -68,7 +74,7 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 		o.Namespace = DefaultNamespace
 	}
 	if o.Image == "" {
-		o.Image = DefaultImage
+		o.Image = DefaultImage()
 	}
 	labels := map[string]string{"app.kubernetes.io/name": Name, fleetv1alpha1.ManagedLabel: "true"}
 	meta := func(ns, name string) metav1.ObjectMeta {

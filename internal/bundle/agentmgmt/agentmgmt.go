@@ -38,10 +38,16 @@ func BundleName(cluster string) string { return names.SafeConcat("drover-agent",
 // Reconciler keeps the agent Bundles.
 type Reconciler struct {
 	Client client.Client
+	// AgentImage is the image of Clusters without spec.agentImage (default
+	// manifests.DefaultImage()), the importer's too.
+	AgentImage string
 }
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.AgentImage == "" {
+		r.AgentImage = manifests.DefaultImage()
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("agentbundle").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
@@ -61,7 +67,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		c.Spec.KubeConfigSecret == "" && c.Status.Agent.LastSeen == nil {
 		return ctrl.Result{}, nil
 	}
-	resources, err := Resources(c)
+	resources, err := Resources(c, r.AgentImage)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -103,10 +109,13 @@ func AgentNamespace(c *fleetv1alpha1.Cluster) string {
 	return manifests.DefaultNamespace
 }
 
-// Resources are the manifests of c's agent Bundle.
-func Resources(c *fleetv1alpha1.Cluster) ([]runtime.RawExtension, error) {
+// Resources are the manifests of c's agent Bundle; defaultImage is used when c sets no image.
+func Resources(c *fleetv1alpha1.Cluster, defaultImage string) ([]runtime.RawExtension, error) {
 	o := manifests.ForCluster(c)
 	o.Namespace = AgentNamespace(c)
+	if o.Image == "" {
+		o.Image = defaultImage
+	}
 	objs, err := manifests.Objects(o)
 	if err != nil {
 		return nil, err

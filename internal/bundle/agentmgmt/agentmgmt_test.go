@@ -28,7 +28,7 @@ func TestResourcesAgreeWithImporter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &fleetv1alpha1.Cluster{Spec: tc.spec}
-			got, err := Resources(c)
+			got, err := Resources(c, manifests.DefaultImage())
 			if err != nil {
 				t.Fatal(err)
 			}

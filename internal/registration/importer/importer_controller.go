@@ -51,7 +51,8 @@ type Reconciler struct {
 	ImportTokenTTL time.Duration
 	// ConnectTimeout bounds the downstream reachability check (default 10s).
 	ConnectTimeout time.Duration
-	// AgentImage is the default agent image.
+	// AgentImage is the agent image of Clusters without spec.agentImage (default
+	// manifests.DefaultImage(), this server's version).
 	AgentImage string
 }
 
@@ -68,6 +69,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	if r.ConnectTimeout == 0 {
 		r.ConnectTimeout = 10 * time.Second
+	}
+	if r.AgentImage == "" {
+		r.AgentImage = manifests.DefaultImage()
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleetv1alpha1.Cluster{}, kubeconfigSecretIndex, func(o client.Object) []string {
 		return []string{o.(*fleetv1alpha1.Cluster).Spec.KubeConfigSecret}
@@ -304,6 +308,9 @@ func (r *Reconciler) deploy(ctx context.Context, c *fleetv1alpha1.Cluster, cfg *
 	// The agent's settings come from the Cluster exactly as for its drover-agent-<cluster> Bundle.
 	mo := manifests.ForCluster(c)
 	mo.Namespace, mo.Bootstrap = ns, values
+	if mo.Image == "" {
+		mo.Image = r.AgentImage
+	}
 	mo.ConfigHash = config.CAHash(append(append([]byte(c.Status.APIServerURL), values[fleetv1alpha1.KeyAPIServerCA]...), fmt.Sprint(c.Spec.RedeployAgentGeneration)...))
 	objs, err := manifests.Objects(mo)
 	if err != nil {
