@@ -24,7 +24,26 @@ const (
 	// NodeControlPlaneLabel marks RKE1 control-plane nodes.
 	NodeControlPlaneLabel = "node-role.kubernetes.io/controlplane=true"
 	lmArg                 = "enable-leader-migration"
+	// RancherKey wraps the RKE configuration in the cluster.yml of a Rancher-provisioned
+	// cluster (Rancher's "Edit as YAML"), next to Rancher's own settings.
+	RancherKey = "rancher_kubernetes_engine_config"
 )
+
+// parse returns the document and the mapping holding the RKE configuration: the root of a
+// plain cluster.yml, or its rancher_kubernetes_engine_config. Edits are made there.
+func parse(doc []byte) (*yaml.Node, *yaml.Node, error) {
+	d, root, err := yamlnode.Parse(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if w := yamlnode.Get(root, RancherKey); w != nil {
+		if w.Kind != yaml.MappingNode {
+			return nil, nil, fmt.Errorf("cluster.yml: %s is not a mapping: put the RKE configuration (kubernetes_version, cloud_provider, services) under it", RancherKey)
+		}
+		return d, w, nil
+	}
+	return d, root, nil
+}
 
 // Cluster is an RKE1 cluster.yml on disk.
 type Cluster struct {
@@ -64,7 +83,7 @@ func (*Cluster) MirrorPods() bool { return false }
 
 // KeepsNodeName reports that a node whose hostname_override is its name keeps it.
 func (c *Cluster) KeepsNodeName(doc []byte, node string) bool {
-	_, root, err := yamlnode.Parse(doc)
+	_, root, err := parse(doc)
 	if err != nil {
 		return false
 	}
@@ -84,7 +103,7 @@ func (c *Cluster) KeepsNodeName(doc []byte, node string) bool {
 // hostname_override: with external-aws, rke finds nodes by InternalIP and fails with "not
 // found" without them (rancher/rke#3445).
 func (*Cluster) CheckDoc(doc []byte) []string {
-	_, root, err := yamlnode.Parse(doc)
+	_, root, err := parse(doc)
 	if err != nil {
 		return []string{fmt.Sprintf("cannot parse cluster.yml: %v", err)}
 	}
@@ -101,9 +120,10 @@ func (*Cluster) CheckDoc(doc []byte) []string {
 	return out
 }
 
-// Inspect reads kubernetes_version and cloud_provider.name.
+// Inspect reads kubernetes_version and cloud_provider.name (inside rancher_kubernetes_engine_config
+// if the document has it).
 func (*Cluster) Inspect(doc []byte) (migration.DocInfo, error) {
-	_, root, err := yamlnode.Parse(doc)
+	_, root, err := parse(doc)
 	if err != nil {
 		return migration.DocInfo{}, err
 	}
@@ -113,9 +133,10 @@ func (*Cluster) Inspect(doc []byte) (migration.DocInfo, error) {
 	}, nil
 }
 
-// Edit makes step's change to cluster.yml.
+// Edit makes step's change to cluster.yml (inside rancher_kubernetes_engine_config if the
+// document has it).
 func (c *Cluster) Edit(doc []byte, step int, p migration.Params) ([]byte, error) {
-	d, root, err := yamlnode.Parse(doc)
+	d, root, err := parse(doc)
 	if err != nil {
 		return nil, err
 	}

@@ -90,3 +90,47 @@ func TestKeepsNodeName(t *testing.T) {
 		})
 	}
 }
+
+// TestEditRancherWrapper: a Rancher-provisioned cluster's cluster.yml holds the RKE
+// configuration under rancher_kubernetes_engine_config; it is read and edited there, and
+// Rancher's own top-level settings are left alone.
+func TestEditRancherWrapper(t *testing.T) {
+	in, err := os.ReadFile("testdata/rancher-cluster.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{}
+	info, err := c.Inspect(in)
+	if err != nil || info.Provider != "aws" || info.KubernetesVersion != "v1.26.15-rancher1-1" {
+		t.Fatalf("Inspect = %+v (err %v), want aws at v1.26.15-rancher1-1", info, err)
+	}
+	p := migration.Params{LeaderMigration: true, KubernetesVersion: "v1.27.16-rancher1-1"}
+	doc := in
+	for step := range migration.NumSteps {
+		next, err := c.Edit(doc, step, p)
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if again, _ := c.Edit(next, step, p); string(again) != string(next) {
+			t.Fatalf("step %d is not idempotent", step)
+		}
+		if step == migration.StepEnableLeaderMigration {
+			golden(t, "rancher-wrapper.step1.yml", next)
+		}
+		doc = next
+	}
+	golden(t, "rancher-wrapper.final.yml", doc)
+	if info, err := c.Inspect(doc); err != nil || info.Provider != "external-aws" || info.KubernetesVersion != p.KubernetesVersion {
+		t.Fatalf("final Inspect = %+v (err %v), want external-aws at %s", info, err, p.KubernetesVersion)
+	}
+	for _, line := range strings.Split(string(doc), "\n") {
+		for _, key := range []string{"cloud_provider:", "services:", "kubernetes_version:"} {
+			if strings.HasPrefix(line, key) {
+				t.Errorf("%s written at the top level, outside %s", key, RancherKey)
+			}
+		}
+	}
+	if _, err := c.Edit([]byte(RancherKey+": [a]\n"), migration.StepSwitchProvider, p); err == nil || !strings.Contains(err.Error(), RancherKey+" is not a mapping") {
+		t.Fatalf("a malformed wrapper: %v, want an error naming %s", err, RancherKey)
+	}
+}
