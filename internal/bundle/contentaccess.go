@@ -6,8 +6,12 @@ import (
 	"slices"
 	"sync"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -25,12 +29,17 @@ type ContentAccessReconciler struct {
 	Client client.Client
 
 	mu      sync.Mutex
-	applied map[client.ObjectKey]string // cluster → names last written, to skip no-op writes
+	applied map[client.ObjectKey]written // cluster → what was last written, to skip no-op writes
 }
+
+// written is what the last write of a cluster's Role wrote and the resourceVersion it produced.
+// A Role whose resourceVersion has moved on since (edited by hand, deleted, recreated) is
+// written again.
+type written struct{ key, resourceVersion string }
 
 // SetupWithManager registers the controller.
 func (r *ContentAccessReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.applied = map[client.ObjectKey]string{}
+	r.applied = map[client.ObjectKey]written{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("bundlecontentaccess").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
@@ -41,8 +50,24 @@ func (r *ContentAccessReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: l[fleetv1alpha1.ClusterNamespaceLabel], Name: l[fleetv1alpha1.ClusterLabel]}}}
 		})).
+		// The Roles themselves, metadata only: a change by anyone else (resourceVersion) or a
+		// deletion makes the Role written again.
+		Watches(&rbacv1.Role{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			cluster := o.GetLabels()[fleetv1alpha1.ClusterLabel]
+			if cluster == "" || o.GetName() != names.ClusterAccessRole(cluster) || o.GetLabels()[fleetv1alpha1.ClusterNamespaceLabel] != o.GetNamespace() {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: cluster}}}
+		}), builder.OnlyMetadata).
 		Complete(r)
 }
+
+// The per-Cluster Role letting its agent read its BundleContents and patch its status (rights
+// the server holds itself).
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=bundledeployments;bundlecontents,verbs=get;list;watch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=get;list;watch;create;update;patch
 
 // Reconcile writes the cluster's access Role.
 func (r *ContentAccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -65,10 +90,15 @@ func (r *ContentAccessReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	slices.Sort(contents)
 	key := fmt.Sprint(c.UID, contents)
+	current := &metav1.PartialObjectMetadata{}
+	current.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("Role"))
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: names.ClusterAccessRole(c.Name)}, current); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("read cluster access role: %w", err)
+	}
 	r.mu.Lock()
-	done := r.applied[req.NamespacedName] == key
+	last := r.applied[req.NamespacedName]
 	r.mu.Unlock()
-	if done {
+	if current.ResourceVersion != "" && last == (written{key, current.ResourceVersion}) {
 		return ctrl.Result{}, nil
 	}
 	labels := clusterctrl.Labels(c)
@@ -83,7 +113,7 @@ func (r *ContentAccessReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, fmt.Errorf("apply cluster access role: %w", err)
 	}
 	r.mu.Lock()
-	r.applied[req.NamespacedName] = key
+	r.applied[req.NamespacedName] = written{key, ptr.Deref(role.ResourceVersion, "")}
 	r.mu.Unlock()
 	return ctrl.Result{}, nil
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,14 +68,14 @@ func TestContentAccess(t *testing.T) {
 	if err := mgmt.Client.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = mgmt.Client.Delete(ctx, b) })
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), b) })
 	fb := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "full-only"},
 		Spec: fleetv1alpha1.BundleSpec{Resources: raw(t, configMap("default", "full-only", map[string]string{"k": "v"})),
 			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: fullName}}}}
 	if err := mgmt.Client.Create(ctx, fb); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = mgmt.Client.Delete(ctx, fb) })
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), fb) })
 	plainOnly, fullOnly := bundleContent(t, b.Name), bundleContent(t, fb.Name)
 	// Identical content is stored once: both clusters' agent Bundles share one BundleContent
 	// while their settings are equal, and both identities may read it.
@@ -145,7 +146,7 @@ func TestBundleCLI(t *testing.T) {
 		t.Fatalf("apply: %s", out)
 	}
 	t.Cleanup(func() {
-		_ = mgmt.Client.Delete(ctx, &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "cli-app"}})
+		_ = mgmt.Client.Delete(context.Background(), &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "cli-app"}})
 	})
 	eventually(t, 30*time.Second, func() error {
 		for _, n := range []string{"cli-a", "cli-b", "cli-c"} {

@@ -58,7 +58,7 @@ func TestLabelTargetingAndRelabelling(t *testing.T) {
 	if err := mgmt.Client.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = mgmt.Client.Delete(ctx, b) })
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), b) })
 
 	steps := []struct {
 		name   string
@@ -156,7 +156,7 @@ func TestDriftIsReportedAndCorrected(t *testing.T) {
 	if err := mgmt.Client.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = mgmt.Client.Delete(ctx, b) })
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), b) })
 	bdState := func(want func(*fleetv1alpha1.BundleDeployment) error) {
 		t.Helper()
 		waitBundleDeployment(t, plainName, b.Name, 30*time.Second, want)
