@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,10 @@ type Options struct {
 	UnsafeNoFsync bool
 	// StartTimeout bounds the wait for /readyz; default 60s.
 	StartTimeout time.Duration
+
+	// leafValidity and caValidity override the lifetime of certificates issued by this start
+	// (tests of the renewal).
+	leafValidity, caValidity time.Duration
 }
 
 // ControlPlane is a running control plane.
@@ -63,6 +68,7 @@ type ControlPlane struct {
 	apiPort    int
 	restConfig *rest.Config
 	exited     chan error
+	renewed    []string
 }
 
 type ports struct {
@@ -93,8 +99,9 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{opts: opts, pki: pki{dir: filepath.Join(dataDir, "pki")}, apiPort: p.APIServer, exited: make(chan error, 1)}
-	if err := cp.pki.ensure(); err != nil {
+	cp := &ControlPlane{opts: opts, apiPort: p.APIServer, exited: make(chan error, 1),
+		pki: pki{dir: filepath.Join(dataDir, "pki"), leafValidity: opts.leafValidity, caValidity: opts.caValidity}}
+	if cp.renewed, err = cp.pki.ensure(); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
 	if err := cp.writeKubeconfigs(); err != nil {
@@ -264,6 +271,10 @@ func (cp *ControlPlane) watch() {
 		}
 	}
 }
+
+// RenewedCertificates names the certificates this start renewed because they were close to
+// expiry, did not match their key or their CA changed ("ca", "apiserver", "admin", ...).
+func (cp *ControlPlane) RenewedCertificates() []string { return slices.Clone(cp.renewed) }
 
 // Exited delivers an error when a child process ends unexpectedly.
 func (cp *ControlPlane) Exited() <-chan error { return cp.exited }

@@ -107,6 +107,9 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 			}()
 			cfg = cp.RESTConfig()
 			fmt.Fprintf(out, "Embedded control plane ready in %s\n", time.Since(start).Round(10*time.Millisecond))
+			if renewed := cp.RenewedCertificates(); len(renewed) > 0 {
+				fmt.Fprintf(out, "Renewed certificates close to expiry: %v (kubeconfig %s rewritten)\n", renewed, cp.KubeconfigPath())
+			}
 		}
 	}
 	if err != nil {
