@@ -17,11 +17,18 @@ import (
 )
 
 // TestLifecycle drives a cluster through every supported change with the real client and reads
-// each change back once its operation is DONE.
+// each change back once its operation is DONE. A manual clock keeps each operation running while
+// the test looks at it, however slowly the test runs (-race on a busy machine).
 func TestLifecycle(t *testing.T) {
-	ts := gke.NewTestServer(t, gke.Options{Delay: 30 * time.Millisecond})
+	clock := simcore.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	ts := gke.NewTestServer(t, gke.Options{Delay: time.Minute, Clock: clock})
 	svc := newService(t, ts, saEmail, project)
 	rt := &retrier{}
+	finishOp := func(t *testing.T, op *container.Operation) *container.Operation {
+		t.Helper()
+		clock.Advance(time.Minute)
+		return waitOp(t, svc, rt, region, op)
+	}
 	ctx := t.Context()
 	clusters := svc.Projects.Locations.Clusters
 
@@ -44,7 +51,7 @@ func TestLifecycle(t *testing.T) {
 	if c := getCluster(t, svc, rt, region, "fleet-a"); c.Status != "PROVISIONING" || c.NodePools[0].Status != "PROVISIONING" {
 		t.Fatalf("cluster status during create = %s / pool %s, want PROVISIONING", c.Status, c.NodePools[0].Status)
 	}
-	done := waitOp(t, svc, rt, region, op)
+	done := finishOp(t, op)
 	if done.EndTime == "" || !strings.HasSuffix(done.TargetLink, "/clusters/fleet-a") {
 		t.Errorf("finished operation = %+v, want endTime and the cluster as target", done)
 	}
@@ -235,7 +242,7 @@ func TestLifecycle(t *testing.T) {
 			if during.Status != "RECONCILING" {
 				t.Errorf("cluster status while %s runs = %s, want RECONCILING", op.OperationType, during.Status)
 			}
-			waitOp(t, svc, rt, region, op)
+			finishOp(t, op)
 			after := getCluster(t, svc, rt, region, "fleet-a")
 			if after.Status != "RUNNING" {
 				t.Errorf("cluster status after %s = %s, want RUNNING", op.OperationType, after.Status)
@@ -264,7 +271,7 @@ func TestLifecycle(t *testing.T) {
 		if err != nil || np.Status != "STOPPING" {
 			t.Fatalf("pool during delete = %+v, %v; want STOPPING", np, err)
 		}
-		waitOp(t, svc, rt, region, op)
+		finishOp(t, op)
 		_, err = pools.Get(poolPath(region, "fleet-a", "pool-b")).Context(ctx).Do()
 		if code, status := apiStatus(err); code != http.StatusNotFound || status != "NOT_FOUND" {
 			t.Fatalf("deleted pool get: %v, want 404 NOT_FOUND", err)
@@ -279,7 +286,7 @@ func TestLifecycle(t *testing.T) {
 		if c := getCluster(t, svc, rt, region, "fleet-a"); c.Status != "STOPPING" {
 			t.Fatalf("cluster status during delete = %s, want STOPPING", c.Status)
 		}
-		if done := waitOp(t, svc, rt, region, op); done.OperationType != "DELETE_CLUSTER" {
+		if done := finishOp(t, op); done.OperationType != "DELETE_CLUSTER" {
 			t.Fatalf("delete operation type = %s", done.OperationType)
 		}
 		_, err = clusters.Get(clusterPath(region, "fleet-a")).Context(ctx).Do()
