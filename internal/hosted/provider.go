@@ -127,7 +127,10 @@ func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Me
 type ProviderError struct {
 	Op   string
 	Code string
-	Err  error
+	// Message is the provider's own message, without the SDK's wrapping or request IDs: it
+	// goes into conditions, which must not change when a retry fails the same way.
+	Message string
+	Err     error
 }
 
 func (e *ProviderError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Op, e.Code, e.Err) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -37,19 +38,22 @@ const Finalizer = "management.drover.io/hosted-cluster"
 // RefreshAnnotation asks for a refresh now when set to a new value.
 const RefreshAnnotation = "management.drover.io/refresh"
 
-// Condition types.
+// Condition types (their reasons are the v1.Reason* constants).
 const (
-	CondReady       = "Ready"
-	CondSynced      = "Synced"
-	CondUpdating    = "Updating"
-	CondConflict    = "Conflict"
-	CondCredentials = "CredentialsValid"
-	CondConfigValid = "ConfigValid"
+	CondReady       = v1.ConditionReady
+	CondSynced      = v1.ConditionSynced
+	CondUpdating    = v1.ConditionUpdating
+	CondConflict    = v1.ConditionConflict
+	CondCredentials = v1.ConditionCredentialsValid
+	CondConfigValid = v1.ConditionConfigValid
 )
 
 // Reconciler syncs management Clusters with their provider.
 type Reconciler struct {
-	Client    client.Client
+	Client client.Client
+	// APIReader reads credential Secrets uncached (default Client): the controller watches
+	// Secrets' metadata only, so no Secret's data sits in the manager's cache.
+	APIReader client.Reader
 	Providers []Provider
 	Recorder  events.EventRecorder
 	Clock     clock.PassiveClock
@@ -98,13 +102,20 @@ func (r *Reconciler) defaults() {
 	if r.Workers <= 0 {
 		r.Workers = 8
 	}
+	if r.APIReader == nil {
+		r.APIReader = r.Client
+	}
 }
 
 const secretIndex = "spec.credentialSecret"
 
 // SetupWithManager registers the reconciler. Status-only changes do not trigger it: they are
-// its own writes, and re-reading the cloud for them would waste quota.
+// its own writes, and re-reading the cloud for them would waste quota. Secrets are watched by
+// metadata only (a rotation changes the resourceVersion) and read uncached when used.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	r.defaults()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1.Cluster{}, secretIndex, func(o client.Object) []string {
 		c := o.(*v1.Cluster)
@@ -117,7 +128,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.Cluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Named("hosted-cluster").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Complete(r)
@@ -127,6 +138,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) clustersForSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	var list v1.ClusterList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List the Clusters using a credential Secret", "secret", client.ObjectKeyFromObject(o))
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
@@ -190,7 +202,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // finish writes the status if it changed and turns engine errors into results.
 func (ps *pass) finish(ctx context.Context, err error) error {
 	if ps.observed && !ps.invalidConfig {
-		ps.setCondition(CondConfigValid, metav1.ConditionTrue, "Valid", "The config is valid.")
+		ps.setCondition(CondConfigValid, metav1.ConditionTrue, v1.ReasonValid, "The config is valid.")
 	}
 	if ps.status.LastRefreshTime != nil {
 		ps.r.lastRead.Store(ps.key(), ps.status.LastRefreshTime.Time)
@@ -233,7 +245,12 @@ func (ps *pass) result(err error) error {
 func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	c, p, st := ps.c, ps.p, ps.status
 	if err := p.Validate(c); err != nil {
-		return ps.invalid(err)
+		res, err := ps.invalid(err)
+		// A cluster that exists keeps being observed (and upstream changes adopted) on
+		// schedule while its config is invalid; one never created has nothing to observe.
+		if err != nil || st.Phase == "" || st.Phase == v1.PhaseCreating || st.Phase == v1.PhaseFailed {
+			return res, err
+		}
 	}
 	if !ps.due() {
 		return reconcile.Result{RequeueAfter: ps.untilDue()}, nil
@@ -241,13 +258,23 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 
 	sess, res, err := ps.connect(ctx)
 	if sess == nil {
+		if err != nil && ps.invalidConfig {
+			ctrl.LoggerFrom(ctx).Info("No session while the config is invalid", "error", err)
+			return reconcile.Result{RequeueAfter: ps.nextRefresh()}, nil
+		}
 		return res, err
 	}
 	obs, err := sess.Observe(ctx, c)
 	if err != nil {
+		if ps.invalidConfig {
+			// The invalid config may be why (a bad identity field): keep its conditions, try
+			// again at the next refresh.
+			ctrl.LoggerFrom(ctx).Info("Observe failed while the config is invalid", "error", err)
+			return reconcile.Result{RequeueAfter: ps.nextRefresh()}, nil
+		}
 		return ps.providerError("Observe", err)
 	}
-	ps.setCondition(CondCredentials, metav1.ConditionTrue, "Accepted", "The provider accepted the credentials.")
+	ps.setCondition(CondCredentials, metav1.ConditionTrue, v1.ReasonAccepted, "The provider accepted the credentials.")
 	// The config is valid unless checks against upstream (CheckPush) find otherwise below; set
 	// at the end of the pass so the condition does not flap within it.
 	ps.observed = true
@@ -275,12 +302,12 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	if obs.Failed {
 		st.Phase = v1.PhaseFailed
 		st.FailureMessage = obs.FailedMessage
-		ps.setCondition(CondReady, metav1.ConditionFalse, "ProviderFailed", obs.FailedMessage)
+		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonProviderFailed, obs.FailedMessage)
 		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 	}
 	if obs.Creating {
 		st.Phase = v1.PhaseCreating
-		ps.setCondition(CondReady, metav1.ConditionFalse, "Creating", "The provider is creating the cluster ("+obs.Status+").")
+		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCreating, "The provider is creating the cluster ("+obs.Status+").")
 		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 	}
 
@@ -311,11 +338,11 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	if obs.Updating {
 		// Mid-update the provider shows a mix of old and new: adopt nothing, push nothing.
 		st.Phase = v1.PhaseUpdating
-		ps.setCondition(CondUpdating, metav1.ConditionTrue, "InProgress", obs.Why)
-		ps.setCondition(CondReady, metav1.ConditionTrue, "Updating", "The cluster is usable; an update is in progress: "+obs.Why)
+		ps.setCondition(CondUpdating, metav1.ConditionTrue, v1.ReasonInProgress, obs.Why)
+		ps.setCondition(CondReady, metav1.ConditionTrue, v1.ReasonUpdating, "The cluster is usable; an update is in progress: "+obs.Why)
 		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 	}
-	ps.setCondition(CondUpdating, metav1.ConditionFalse, "Idle", "No update is in progress.")
+	ps.setCondition(CondUpdating, metav1.ConditionFalse, v1.ReasonIdle, "No update is in progress.")
 
 	// Adopt upstream-only changes into the spec first: if the status write below were lost, the
 	// self-healing base rule (fields equal on both sides re-enter the base) keeps us correct.
@@ -336,22 +363,43 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 
 	var done []merge.Change
 	var started *Started
+	var effective map[string]any // what the provider should hold once the push is done
 	if len(result.Push) > 0 {
-		effective := overlay(schema, obs.Upstream, newConfig)
+		effective = overlay(schema, obs.Upstream, newConfig)
+	}
+	if len(result.Push) > 0 && !ps.invalidConfig {
 		if err := sess.CheckPush(result.Push, effective, obs.Upstream); err != nil {
-			return ps.invalid(err)
+			if _, err := ps.invalid(err); err != nil {
+				return reconcile.Result{}, err
+			}
 		}
+	}
+	if ps.invalidConfig {
+		// Nothing is pushed, but the pass still refreshed the status and adopted upstream
+		// changes; the unpushed fields keep their old base, so they stay drover's changes.
+		if err := ps.recordBase(applied, newConfig, result.Push, nil); err != nil {
+			return reconcile.Result{}, err
+		}
+		st.Phase = v1.PhaseActive
+		ps.setCondition(CondReady, metav1.ConditionTrue, v1.ReasonActive, "The cluster is active; drover pushes nothing until its config is fixed (see ConfigValid).")
+		return reconcile.Result{RequeueAfter: ps.nextRefresh()}, nil
+	}
+	if len(result.Push) > 0 {
 		done, started, err = sess.Push(ctx, c, result.Push, effective, obs.Upstream)
 		if err != nil && !errors.Is(err, ErrBusy) {
 			// What was done before the error still counts.
-			ps.recordBase(applied, newConfig, result.Push, done)
+			if berr := ps.recordBase(applied, newConfig, result.Push, done); berr != nil {
+				return reconcile.Result{}, errors.Join(err, berr)
+			}
 			return ps.providerError("Push", err)
 		}
 		if errors.Is(err, ErrBusy) {
-			ps.setCondition(CondUpdating, metav1.ConditionTrue, "ProviderBusy", "The provider is busy with another operation; drover will retry.")
+			ps.setCondition(CondUpdating, metav1.ConditionTrue, v1.ReasonProviderBusy, "The provider is busy with another operation; drover will retry.")
 		}
 	}
-	ps.recordBase(applied, newConfig, result.Push, done)
+	if err := ps.recordBase(applied, newConfig, result.Push, done); err != nil {
+		return reconcile.Result{}, err
+	}
 	ps.reportConflicts(result)
 	for _, ch := range result.Reverts {
 		if merge.Has(done, ch.Path) {
@@ -369,7 +417,7 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 			}
 		}
 		st.Phase = v1.PhaseUpdating
-		ps.setCondition(CondUpdating, metav1.ConditionTrue, "InProgress", started.What)
+		ps.setCondition(CondUpdating, metav1.ConditionTrue, v1.ReasonInProgress, started.What)
 		ps.event(corev1.EventTypeNormal, "UpdateStarted", "Update", "%s", started.What)
 	}
 	pending := len(result.Push) > len(done) || started != nil || errors.Is(err, ErrBusy)
@@ -378,19 +426,32 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 		if started == nil {
 			st.Phase = v1.PhaseUpdating
 		}
-		ps.setCondition(CondSynced, metav1.ConditionFalse, "Pushing", fmt.Sprintf("%d field(s) still to push.", len(result.Push)-len(done)))
-		ps.setCondition(CondReady, metav1.ConditionTrue, "Updating", "The cluster is usable; drover is applying changes.")
+		ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonPushing, fmt.Sprintf("%d field(s) still to push.", len(result.Push)-len(done)))
+		ps.setCondition(CondReady, metav1.ConditionTrue, v1.ReasonUpdating, "The cluster is usable; drover is applying changes.")
 		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 	}
+	if len(done) > 0 {
+		// Everything pushed is done (synchronous calls such as tags): the provider now holds
+		// the pushed values, so the status shows them rather than the read from before the push,
+		// which would say the fields differ until the next refresh.
+		up := deepCopyTree(obs.Upstream)
+		for _, ch := range done {
+			v, ok := schema.Get(effective, ch.Path)
+			schema.Set(up, ch.Path, v, ok)
+		}
+		if err := p.SetStatus(c, up, nil, nil); err != nil {
+			return reconcile.Result{}, fmt.Errorf("record the pushed values: %w", err)
+		}
+	}
 	st.Phase = v1.PhaseActive
-	ps.setCondition(CondSynced, metav1.ConditionTrue, "InSync", "Every managed field matches the provider.")
-	ps.setCondition(CondReady, metav1.ConditionTrue, "Active", "The cluster is active.")
+	ps.setCondition(CondSynced, metav1.ConditionTrue, v1.ReasonInSync, "Every managed field matches the provider.")
+	ps.setCondition(CondReady, metav1.ConditionTrue, v1.ReasonActive, "The cluster is active.")
 	return reconcile.Result{RequeueAfter: ps.nextRefresh()}, nil
 }
 
 // recordBase stores the new applied base: the config as it now is, except for changes that
 // were not pushed yet, which keep their old base so they are still seen as drover's changes.
-func (ps *pass) recordBase(applied, config map[string]any, push, done []merge.Change) {
+func (ps *pass) recordBase(applied, config map[string]any, push, done []merge.Change) error {
 	schema := ps.p.Schema()
 	base := deepCopyTree(config)
 	for _, ch := range push {
@@ -400,7 +461,10 @@ func (ps *pass) recordBase(applied, config map[string]any, push, done []merge.Ch
 		v, ok := schema.Get(applied, ch.Path)
 		schema.Set(base, ch.Path, v, ok)
 	}
-	_ = ps.p.SetStatus(ps.c, nil, base, nil)
+	if err := ps.p.SetStatus(ps.c, nil, base, nil); err != nil {
+		return fmt.Errorf("record the applied config: %w", err)
+	}
+	return nil
 }
 
 func (ps *pass) reportConflicts(result merge.Result) {
@@ -410,7 +474,7 @@ func (ps *pass) reportConflicts(result merge.Result) {
 		if prev := meta.FindStatusCondition(ps.status.Conditions, CondConflict); prev != nil && prev.Status == metav1.ConditionTrue && prev.ObservedGeneration == ps.c.Generation {
 			return
 		}
-		ps.setCondition(CondConflict, metav1.ConditionFalse, "NoConflict", "No field was changed on both sides since the last sync.")
+		ps.setCondition(CondConflict, metav1.ConditionFalse, v1.ReasonNoConflict, "No field was changed on both sides since the last sync.")
 		return
 	}
 	var msgs []string
@@ -419,7 +483,7 @@ func (ps *pass) reportConflicts(result merge.Result) {
 		msgs = append(msgs, fmt.Sprintf("%s: drover %s, provider %s", field, show(ch.Config, ch.HasConfig), show(ch.Upstream, ch.HasUpstream)))
 		ps.event(corev1.EventTypeWarning, "Conflict", "Conflict", "%s was changed both in drover (%s) and at the provider (%s) since the last sync; drover's value wins", field, show(ch.Config, ch.HasConfig), show(ch.Upstream, ch.HasUpstream))
 	}
-	ps.setCondition(CondConflict, metav1.ConditionTrue, "ChangedOnBothSides", "Changed in drover and at the provider since the last sync; drover's value was applied: "+strings.Join(msgs, "; "))
+	ps.setCondition(CondConflict, metav1.ConditionTrue, v1.ReasonChangedOnBothSides, "Changed in drover and at the provider since the last sync; drover's value was applied: "+strings.Join(msgs, "; "))
 }
 
 func (ps *pass) notFound(ctx context.Context, sess Session, config map[string]any) (reconcile.Result, error) {
@@ -428,14 +492,14 @@ func (ps *pass) notFound(ctx context.Context, sess Session, config map[string]an
 		st.Phase = v1.PhaseFailed
 		msg := fmt.Sprintf("The cluster to import does not exist at the provider (%s): check its name, location and credentials.", p.Name())
 		st.FailureMessage = msg
-		ps.setCondition(CondReady, metav1.ConditionFalse, "NotFound", msg)
+		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonNotFound, msg)
 		return reconcile.Result{RequeueAfter: ps.nextRefresh()}, nil
 	}
 	if st.Phase != "" && st.Phase != v1.PhaseCreating && st.Phase != v1.PhaseFailed {
 		st.Phase = v1.PhaseFailed
 		msg := "The cluster no longer exists at the provider: it was deleted outside drover. Delete this Cluster, or recreate it by removing its status."
 		st.FailureMessage = msg
-		ps.setCondition(CondReady, metav1.ConditionFalse, "DeletedOutsideDrover", msg)
+		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonDeletedOutsideDrover, msg)
 		return reconcile.Result{RequeueAfter: ps.nextRefresh()}, nil
 	}
 	defaulted, err := p.CreateDefaults(config)
@@ -460,7 +524,7 @@ func (ps *pass) notFound(ctx context.Context, sess Session, config map[string]an
 	if err := p.SetStatus(c, nil, p.CreateBase(config), nil); err != nil {
 		return reconcile.Result{}, err
 	}
-	ps.setCondition(CondReady, metav1.ConditionFalse, "Creating", "drover asked the provider to create the cluster.")
+	ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCreating, "drover asked the provider to create the cluster.")
 	ps.event(corev1.EventTypeNormal, "Creating", "Create", "Creating the cluster at the provider")
 	return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 }
@@ -493,7 +557,7 @@ func (ps *pass) delete(ctx context.Context) (reconcile.Result, error) {
 		ps.event(corev1.EventTypeNormal, "Deleted", "Delete", "The cluster was deleted at the provider")
 		return reconcile.Result{}, ps.removeFinalizer(ctx)
 	}
-	ps.setCondition(CondReady, metav1.ConditionFalse, "Deleting", "The provider is deleting the cluster.")
+	ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonDeleting, "The provider is deleting the cluster.")
 	return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 }
 
@@ -512,11 +576,11 @@ func (ps *pass) connect(ctx context.Context) (Session, reconcile.Result, error) 
 	c, p := ps.c, ps.p
 	name := p.CredentialSecret(c)
 	secret := &corev1.Secret{}
-	if err := ps.r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret); err != nil {
+	if err := ps.r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			ps.setCondition(CondCredentials, metav1.ConditionFalse, "SecretNotFound",
+			ps.setCondition(CondCredentials, metav1.ConditionFalse, v1.ReasonSecretNotFound,
 				fmt.Sprintf("Secret %s/%s named by %sConfig.credentialSecret does not exist: create it.", c.Namespace, name, p.Name()))
-			ps.setCondition(CondReady, metav1.ConditionFalse, "CredentialsMissing", "No credentials; see the CredentialsValid condition.")
+			ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCredentialsMissing, "No credentials; see the CredentialsValid condition.")
 			// The Secret watch retriggers as soon as it appears; this is a safety net.
 			return nil, reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 		}
@@ -527,7 +591,7 @@ func (ps *pass) connect(ctx context.Context) (Session, reconcile.Result, error) 
 		var fe *FieldError
 		if errors.As(err, &fe) {
 			ps.setCondition(CondCredentials, metav1.ConditionFalse, fe.Reason, fe.Message)
-			ps.setCondition(CondReady, metav1.ConditionFalse, "CredentialsInvalid", "Unusable credentials; see the CredentialsValid condition.")
+			ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCredentialsInvalid, "Unusable credentials; see the CredentialsValid condition.")
 			return nil, reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 		}
 		return nil, reconcile.Result{}, err
@@ -538,22 +602,40 @@ func (ps *pass) connect(ctx context.Context) (Session, reconcile.Result, error) 
 func (ps *pass) providerError(op string, err error) (reconcile.Result, error) {
 	switch {
 	case errors.Is(err, ErrCredentials):
-		ps.setCondition(CondCredentials, metav1.ConditionFalse, "Rejected", "The provider rejected the credentials: "+err.Error()+". Fix the credential Secret; drover retries with backoff.")
-		ps.setCondition(CondReady, metav1.ConditionFalse, "CredentialsInvalid", "See the CredentialsValid condition.")
+		ps.setCondition(CondCredentials, metav1.ConditionFalse, v1.ReasonRejected, "The provider rejected the credentials ("+stableMessage(err)+"). Fix the credential Secret; drover retries with backoff.")
+		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCredentialsInvalid, "See the CredentialsValid condition.")
 	case errors.Is(err, ErrBusy):
 		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 	case errors.Is(err, ErrThrottled):
-		ps.setCondition(CondSynced, metav1.ConditionFalse, "Throttled", "The provider is throttling drover; backing off.")
+		ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonThrottled, "The provider is throttling drover; backing off.")
 	default:
 		var fe *FieldError
 		if errors.As(err, &fe) {
 			return ps.invalid(err)
 		}
-		ps.status.FailureMessage = fmt.Sprintf("%s failed: %v", op, err)
-		ps.setCondition(CondSynced, metav1.ConditionFalse, "ProviderError", ps.status.FailureMessage)
+		ps.status.FailureMessage = fmt.Sprintf("%s failed: %s", op, stableMessage(err))
+		ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonProviderError, ps.status.FailureMessage)
 	}
-	// Returning the error gives exponential backoff per cluster.
+	// Returning the error gives exponential backoff per cluster; it is logged in full.
 	return reconcile.Result{}, fmt.Errorf("%s %s/%s: %w", op, ps.c.Namespace, ps.c.Name, err)
+}
+
+// requestID matches the request and correlation IDs SDK errors carry (AWS "RequestID: x",
+// Azure "X-Ms-Request-Id: x"), which differ on every call.
+var requestID = regexp.MustCompile(`(?i)((?:x-ms-)?(?:correlation-)?request-?id)(["']?\s*[:=]\s*["']?)[0-9a-z][0-9a-z-]*`)
+
+// stableMessage describes err for a condition: the provider's error code and message, without
+// the SDK's wrapping or request IDs, so a retry that fails the same way leaves the status as it
+// is (a status write per retry would cost more than the retry).
+func stableMessage(err error) string {
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		if pe.Message == "" {
+			return pe.Code
+		}
+		return pe.Code + ": " + requestID.ReplaceAllString(pe.Message, "$1$2…")
+	}
+	return requestID.ReplaceAllString(err.Error(), "$1$2…")
 }
 
 func (ps *pass) invalid(err error) (reconcile.Result, error) {
@@ -562,11 +644,19 @@ func (ps *pass) invalid(err error) (reconcile.Result, error) {
 		return reconcile.Result{}, err
 	}
 	ps.invalidConfig = true
-	ps.setCondition(CondConfigValid, metav1.ConditionFalse, fe.Reason, fe.Field+": "+fe.Message)
-	ps.setCondition(CondSynced, metav1.ConditionFalse, "InvalidConfig", "Nothing is sent to the provider until the config is fixed: "+fe.Field+": "+fe.Message)
+	msg := fe.Field + ": " + fe.Message
+	if prev := meta.FindStatusCondition(ps.status.Conditions, CondConfigValid); prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != msg {
+		// Once per finding, not once per refresh.
+		ps.event(corev1.EventTypeWarning, "InvalidConfig", "Validate", "%s", msg)
+	}
+	ps.setCondition(CondConfigValid, metav1.ConditionFalse, fe.Reason, msg)
+	ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonInvalidConfig, "Nothing is sent to the provider until the config is fixed: "+msg)
 	ps.status.ObservedGeneration = ps.c.Generation
-	ps.event(corev1.EventTypeWarning, "InvalidConfig", "Validate", "%s: %s", fe.Field, fe.Message)
-	return reconcile.Result{}, err
+	if ps.status.Phase == "" {
+		return reconcile.Result{}, nil // nothing exists to refresh; a spec change retriggers
+	}
+	// The cluster exists: keep refreshing it (and adopting console changes) on schedule.
+	return reconcile.Result{RequeueAfter: ps.nextRefresh()}, nil
 }
 
 func (ps *pass) patchSpec(ctx context.Context, config map[string]any) error {
@@ -650,7 +740,7 @@ func (ps *pass) settleOperations(obs *Observation) []merge.Path {
 				}
 			}
 			text := fmt.Sprintf("The provider reports operation %s failed (%s) while applying %s; drover will push these fields again.", id, msg, strings.Join(fields, ", "))
-			ps.setCondition(CondSynced, metav1.ConditionFalse, "OperationFailed", text)
+			ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonOperationFailed, text)
 			ps.event(corev1.EventTypeWarning, "OperationFailed", "Update", "%s", text)
 		}
 		delete(st.PendingFields, id)

@@ -125,36 +125,36 @@ func (Provider) Validate(c *v1.Cluster) error {
 	cfg := c.Spec.AKSConfig
 	switch {
 	case cfg.ClusterName == "":
-		return bad("clusterName", "MissingField", "the AKS cluster name is required")
+		return bad("clusterName", v1.ReasonMissingField, "the AKS cluster name is required")
 	case !clusterNameRE.MatchString(cfg.ClusterName):
-		return bad("clusterName", "InvalidName", "%q is not an AKS cluster name: 1 to 63 letters, digits, '-' and '_', starting and ending with a letter or digit", cfg.ClusterName)
+		return bad("clusterName", v1.ReasonInvalidName, "%q is not an AKS cluster name: 1 to 63 letters, digits, '-' and '_', starting and ending with a letter or digit", cfg.ClusterName)
 	case cfg.ResourceGroup == "":
-		return bad("resourceGroup", "MissingField", "the Azure resource group is required")
+		return bad("resourceGroup", v1.ReasonMissingField, "the Azure resource group is required")
 	case cfg.ResourceLocation == "":
-		return bad("resourceLocation", "MissingField", "the Azure region is required, e.g. westeurope")
+		return bad("resourceLocation", v1.ReasonMissingField, "the Azure region is required, e.g. westeurope")
 	case !slices.Contains(Locations, normLocation(cfg.ResourceLocation)):
-		return bad("resourceLocation", "UnknownLocation", "%q is not an Azure region that has AKS (e.g. westeurope, eastus2)", cfg.ResourceLocation)
+		return bad("resourceLocation", v1.ReasonUnknownLocation, "%q is not an Azure region that has AKS (e.g. westeurope, eastus2)", cfg.ResourceLocation)
 	case cfg.CredentialSecret == "":
-		return bad("credentialSecret", "MissingField", "the name of the credential Secret is required")
+		return bad("credentialSecret", v1.ReasonMissingField, "the name of the credential Secret is required")
 	}
 	if cfg.KubernetesVersion != nil {
 		if _, ok := parseVersion(*cfg.KubernetesVersion); !ok {
-			return bad("kubernetesVersion", "InvalidVersion", "%q is not a Kubernetes version such as \"1.33\" or \"1.33.1\"", *cfg.KubernetesVersion)
+			return bad("kubernetesVersion", v1.ReasonInvalidVersion, "%q is not a Kubernetes version such as \"1.33\" or \"1.33.1\"", *cfg.KubernetesVersion)
 		}
 	}
 	if !cfg.Imported {
 		switch {
 		case cfg.KubernetesVersion == nil:
-			return bad("kubernetesVersion", "MissingField", "required to create a cluster, e.g. \"1.33\"")
+			return bad("kubernetesVersion", v1.ReasonMissingField, "required to create a cluster, e.g. \"1.33\"")
 		case cfg.DNSPrefix == nil || *cfg.DNSPrefix == "":
-			return bad("dnsPrefix", "MissingField", "required to create a cluster: the prefix of the API server's host name")
+			return bad("dnsPrefix", v1.ReasonMissingField, "required to create a cluster: the prefix of the API server's host name")
 		}
 	}
 	if err := validateSystemPool(c); err != nil {
 		return err
 	}
 	if cfg.DNSPrefix != nil && !dnsPrefixRE.MatchString(*cfg.DNSPrefix) {
-		return bad("dnsPrefix", "InvalidDNSPrefix", "%q is not a DNS prefix: 1 to 54 letters, digits and '-', starting and ending with a letter or digit", *cfg.DNSPrefix)
+		return bad("dnsPrefix", v1.ReasonInvalidDNSPrefix, "%q is not a DNS prefix: 1 to 54 letters, digits and '-', starting and ending with a letter or digit", *cfg.DNSPrefix)
 	}
 	for _, f := range []struct {
 		field   string
@@ -167,21 +167,21 @@ func (Provider) Validate(c *v1.Cluster) error {
 		{"outboundType", cfg.OutboundType, OutboundTypes},
 	} {
 		if f.v != nil && !slices.Contains(f.allowed, *f.v) {
-			return bad(f.field, "InvalidValue", "%q is not one of %s", *f.v, strings.Join(f.allowed, ", "))
+			return bad(f.field, v1.ReasonInvalidValue, "%q is not one of %s", *f.v, strings.Join(f.allowed, ", "))
 		}
 	}
 	if ptr.Deref(cfg.NetworkPolicy, "") == "azure" && cfg.NetworkPlugin != nil && *cfg.NetworkPlugin != "azure" {
-		return bad("networkPolicy", "InvalidValue", "network policy azure requires networkPlugin azure, not %q", *cfg.NetworkPlugin)
+		return bad("networkPolicy", v1.ReasonInvalidValue, "network policy azure requires networkPlugin azure, not %q", *cfg.NetworkPlugin)
 	}
 	for field, v := range map[string]*string{"podCidr": cfg.PodCIDR, "serviceCidr": cfg.ServiceCIDR} {
 		if v != nil && *v != "" {
 			if _, _, err := net.ParseCIDR(*v); err != nil {
-				return bad(field, "InvalidCIDR", "%q is not a CIDR such as 10.0.0.0/16", *v)
+				return bad(field, v1.ReasonInvalidCIDR, "%q is not a CIDR such as 10.0.0.0/16", *v)
 			}
 		}
 	}
 	if v := cfg.DNSServiceIP; v != nil && *v != "" && net.ParseIP(*v) == nil {
-		return bad("dnsServiceIP", "InvalidIP", "%q is not an IP address such as 10.0.0.10", *v)
+		return bad("dnsServiceIP", v1.ReasonInvalidIP, "%q is not an IP address such as 10.0.0.10", *v)
 	}
 	for i, r := range cfg.AuthorizedIPRanges {
 		if _, _, err := net.ParseCIDR(r); err != nil && net.ParseIP(r) == nil {
@@ -220,31 +220,31 @@ func validateSystemPool(c *v1.Cluster) error {
 			}
 		}
 	}
-	return bad("nodePools", "NoSystemPool", "at least one node pool must have mode System: AKS needs one to run the cluster's system pods")
+	return bad("nodePools", v1.ReasonNoSystemPool, "at least one node pool must have mode System: AKS needs one to run the cluster's system pods")
 }
 
 func lastSystemPool(name string) error {
-	return bad("nodePools["+name+"]", "LastSystemPool", "node pool %s is the cluster's last System pool: AKS needs at least one, so it can be neither deleted nor made a User pool; add another System pool first", name)
+	return bad("nodePools["+name+"]", v1.ReasonLastSystemPool, "node pool %s is the cluster's last System pool: AKS needs at least one, so it can be neither deleted nor made a User pool; add another System pool first", name)
 }
 
 func validatePool(cfg *v1.AKSClusterConfig, np *v1.AKSNodePool, seen map[string]bool) error {
 	f := "nodePools[" + np.Name + "]"
 	if !poolNameRE.MatchString(np.Name) {
-		return bad(f+".name", "InvalidPoolName", "%q is not a node pool name: a lowercase letter, then lowercase letters and digits, at most 12 characters", np.Name)
+		return bad(f+".name", v1.ReasonInvalidPoolName, "%q is not a node pool name: a lowercase letter, then lowercase letters and digits, at most 12 characters", np.Name)
 	}
 	if seen[np.Name] {
-		return bad(f+".name", "DuplicatePool", "node pool %q appears twice; names must be unique", np.Name)
+		return bad(f+".name", v1.ReasonDuplicatePool, "node pool %q appears twice; names must be unique", np.Name)
 	}
 	seen[np.Name] = true
 	if np.Mode != nil && *np.Mode != ModeSystem && *np.Mode != ModeUser {
-		return bad(f+".mode", "InvalidValue", "%q is not System or User", *np.Mode)
+		return bad(f+".mode", v1.ReasonInvalidValue, "%q is not System or User", *np.Mode)
 	}
 	minNodes := int32(0)
 	if ptr.Deref(np.Mode, "") == ModeSystem {
 		minNodes = 1
 	}
 	scaling := func(field, format string, args ...any) error {
-		return bad(f+"."+field, "InvalidScaling", format, args...)
+		return bad(f+"."+field, v1.ReasonInvalidScaling, format, args...)
 	}
 	if np.Count != nil && (*np.Count < minNodes || *np.Count > maxPoolCount) {
 		return scaling("count", "must be between %d and %d, got %d", minNodes, maxPoolCount, *np.Count)
@@ -267,35 +267,35 @@ func validatePool(cfg *v1.AKSClusterConfig, np *v1.AKSNodePool, seen map[string]
 		return scaling("count", "count %d is above maxCount %d", *np.Count, *np.MaxCount)
 	}
 	if np.MaxPods != nil && (*np.MaxPods < 10 || *np.MaxPods > 250) {
-		return bad(f+".maxPods", "InvalidValue", "must be between 10 and 250, got %d", *np.MaxPods)
+		return bad(f+".maxPods", v1.ReasonInvalidValue, "must be between 10 and 250, got %d", *np.MaxPods)
 	}
 	if np.OSDiskSizeGB != nil && (*np.OSDiskSizeGB < 30 || *np.OSDiskSizeGB > 2048) {
-		return bad(f+".osDiskSizeGB", "InvalidValue", "must be between 30 and 2048 GB, got %d", *np.OSDiskSizeGB)
+		return bad(f+".osDiskSizeGB", v1.ReasonInvalidValue, "must be between 30 and 2048 GB, got %d", *np.OSDiskSizeGB)
 	}
 	if np.VMSize != nil && strings.TrimSpace(*np.VMSize) == "" {
-		return bad(f+".vmSize", "InvalidValue", "must not be empty: a VM size such as Standard_D2s_v3")
+		return bad(f+".vmSize", v1.ReasonInvalidValue, "must not be empty: a VM size such as Standard_D2s_v3")
 	}
 	if np.MaxSurge != nil && !maxSurgeRE.MatchString(*np.MaxSurge) {
-		return bad(f+".maxSurge", "InvalidValue", "%q is not a node count or a percentage such as \"33%%\"", *np.MaxSurge)
+		return bad(f+".maxSurge", v1.ReasonInvalidValue, "%q is not a node count or a percentage such as \"33%%\"", *np.MaxSurge)
 	}
 	for _, t := range np.NodeTaints {
 		if !taintRE.MatchString(t) {
-			return bad(f+".nodeTaints", "InvalidTaint", "%q is not a taint of the form key=value:NoSchedule|PreferNoSchedule|NoExecute", t)
+			return bad(f+".nodeTaints", v1.ReasonInvalidTaint, "%q is not a taint of the form key=value:NoSchedule|PreferNoSchedule|NoExecute", t)
 		}
 	}
 	for _, z := range np.AvailabilityZones {
 		if !zoneRE.MatchString(z) {
-			return bad(f+".availabilityZones", "InvalidValue", "%q is not an availability zone (1, 2 or 3)", z)
+			return bad(f+".availabilityZones", v1.ReasonInvalidValue, "%q is not an availability zone (1, 2 or 3)", z)
 		}
 	}
 	if np.OrchestratorVersion != nil {
 		pv, ok := parseVersion(*np.OrchestratorVersion)
 		if !ok {
-			return bad(f+".orchestratorVersion", "InvalidVersion", "%q is not a Kubernetes version such as \"1.33\" or \"1.33.1\"", *np.OrchestratorVersion)
+			return bad(f+".orchestratorVersion", v1.ReasonInvalidVersion, "%q is not a Kubernetes version such as \"1.33\" or \"1.33.1\"", *np.OrchestratorVersion)
 		}
 		if cfg.KubernetesVersion != nil {
 			if cv, ok := parseVersion(*cfg.KubernetesVersion); ok && pv.newerThan(cv) {
-				return bad(f+".orchestratorVersion", "NodeVersionTooNew", "node pool version %s is newer than the cluster's %s: upgrade the cluster first", *np.OrchestratorVersion, *cfg.KubernetesVersion)
+				return bad(f+".orchestratorVersion", v1.ReasonNodeVersionTooNew, "node pool version %s is newer than the cluster's %s: upgrade the cluster first", *np.OrchestratorVersion, *cfg.KubernetesVersion)
 			}
 		}
 	}

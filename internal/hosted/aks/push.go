@@ -51,13 +51,13 @@ func (s *session) CheckPush(push []merge.Change, effective, upstream map[string]
 				continue
 			}
 			if have.newerThan(want) {
-				return bad(top, "VersionDowngrade", "AKS cannot downgrade: the cluster runs %s, the config asks for %s; set %s or later", *up.KubernetesVersion, *eff.KubernetesVersion, *up.KubernetesVersion)
+				return bad(top, v1.ReasonVersionDowngrade, "AKS cannot downgrade: the cluster runs %s, the config asks for %s; set %s or later", *up.KubernetesVersion, *eff.KubernetesVersion, *up.KubernetesVersion)
 			}
 			if want.major != have.major || want.minor > have.minor+1 {
-				return bad(top, "VersionSkip", "AKS upgrades one minor version at a time: the cluster runs %s, so set %d.%d first, then %s", *up.KubernetesVersion, have.major, have.minor+1, *eff.KubernetesVersion)
+				return bad(top, v1.ReasonVersionSkip, "AKS upgrades one minor version at a time: the cluster runs %s, so set %d.%d first, then %s", *up.KubernetesVersion, have.major, have.minor+1, *eff.KubernetesVersion)
 			}
 		case slices.Contains(immutableCluster, top):
-			return bad(top, "ImmutableField", "AKS cannot change %s of an existing cluster (it has %s); revert the change or create a new cluster", top, show(upstream[top]))
+			return bad(top, v1.ReasonImmutableField, "AKS cannot change %s of an existing cluster (it has %s); revert the change or create a new cluster", top, show(upstream[top]))
 		case top == "nodePools" && len(ch.Path) >= 2:
 			pools = true
 			name := ch.Path[1].Key
@@ -71,12 +71,12 @@ func (s *session) CheckPush(push []merge.Change, effective, upstream map[string]
 				}
 			case len(ch.Path) >= 3 && slices.Contains(immutablePool, ch.Path[2].Field):
 				field := ch.Path[2].Field
-				return bad(f+"."+field, "ImmutableField", "AKS cannot change %s of an existing node pool (it has %s); revert the change, or create a new pool and delete this one", field, show(poolValue(upstream, name, field)))
+				return bad(f+"."+field, v1.ReasonImmutableField, "AKS cannot change %s of an existing node pool (it has %s); revert the change, or create a new pool and delete this one", field, show(poolValue(upstream, name, field)))
 			case len(ch.Path) >= 3 && ch.Path[2].Field == "orchestratorVersion":
 				nv, ok := parseVersion(ptr.Deref(np.OrchestratorVersion, ""))
 				ov, okOld := parseVersion(ptr.Deref(existing.OrchestratorVersion, ""))
 				if ok && okOld && ov.newerThan(nv) {
-					return bad(f+".orchestratorVersion", "VersionDowngrade", "AKS cannot downgrade node pool %s from %s to %s", name, *existing.OrchestratorVersion, *np.OrchestratorVersion)
+					return bad(f+".orchestratorVersion", v1.ReasonVersionDowngrade, "AKS cannot downgrade node pool %s from %s to %s", name, *existing.OrchestratorVersion, *np.OrchestratorVersion)
 				}
 				if err := checkPoolVersion(f, np, eff, effVersion); err != nil {
 					return err
@@ -106,7 +106,7 @@ func (s *session) CheckPush(push []merge.Change, effective, upstream map[string]
 func checkPoolVersion(f string, np *v1.AKSNodePool, eff *v1.AKSClusterConfig, cluster version) error {
 	nv, ok := parseVersion(ptr.Deref(np.OrchestratorVersion, ""))
 	if ok && nv.newerThan(cluster) {
-		return bad(f+".orchestratorVersion", "NodeVersionTooNew", "node pool version %s is newer than the cluster's %s: upgrade the cluster first", *np.OrchestratorVersion, ptr.Deref(eff.KubernetesVersion, ""))
+		return bad(f+".orchestratorVersion", v1.ReasonNodeVersionTooNew, "node pool version %s is newer than the cluster's %s: upgrade the cluster first", *np.OrchestratorVersion, ptr.Deref(eff.KubernetesVersion, ""))
 	}
 	return nil
 }
@@ -115,19 +115,19 @@ func checkScaling(f string, np *v1.AKSNodePool) error {
 	if ptr.Deref(np.EnableAutoScaling, false) {
 		switch {
 		case np.MinCount == nil:
-			return bad(f+".minCount", "MissingField", "required when enableAutoScaling is true")
+			return bad(f+".minCount", v1.ReasonMissingField, "required when enableAutoScaling is true")
 		case np.MaxCount == nil:
-			return bad(f+".maxCount", "MissingField", "required when enableAutoScaling is true")
+			return bad(f+".maxCount", v1.ReasonMissingField, "required when enableAutoScaling is true")
 		case *np.MinCount > *np.MaxCount:
-			return bad(f+".minCount", "InvalidScaling", "minCount %d is larger than maxCount %d", *np.MinCount, *np.MaxCount)
+			return bad(f+".minCount", v1.ReasonInvalidScaling, "minCount %d is larger than maxCount %d", *np.MinCount, *np.MaxCount)
 		}
 		return nil
 	}
 	if np.MinCount != nil {
-		return bad(f+".minCount", "InvalidScaling", "set only with enableAutoScaling true; set it to null, or turn autoscaling on")
+		return bad(f+".minCount", v1.ReasonInvalidScaling, "set only with enableAutoScaling true; set it to null, or turn autoscaling on")
 	}
 	if np.MaxCount != nil {
-		return bad(f+".maxCount", "InvalidScaling", "set only with enableAutoScaling true; set it to null, or turn autoscaling on")
+		return bad(f+".maxCount", v1.ReasonInvalidScaling, "set only with enableAutoScaling true; set it to null, or turn autoscaling on")
 	}
 	return nil
 }

@@ -72,7 +72,7 @@ func classify(op string, err error) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	code, msg := re.ErrorCode, armMessage(re)
-	pe := &hosted.ProviderError{Op: op, Code: code, Err: errors.New(msg)}
+	pe := &hosted.ProviderError{Op: op, Code: code, Message: msg, Err: errors.New(msg)}
 	switch {
 	case re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden:
 		return fmt.Errorf("%w: %w", hosted.ErrCredentials, pe)
@@ -82,9 +82,9 @@ func classify(op string, err error) error {
 		// OperationNotAllowed "... in progress ...": another operation runs; wait and retry.
 		return fmt.Errorf("%w: %w", hosted.ErrBusy, pe)
 	case re.StatusCode == http.StatusNotFound && code == "ResourceGroupNotFound":
-		return &hosted.FieldError{Field: "aksConfig.resourceGroup", Reason: "ResourceGroupNotFound", Message: msg + " Create it, or fix aksConfig.resourceGroup."}
+		return &hosted.FieldError{Field: "aksConfig.resourceGroup", Reason: v1.ReasonResourceGroupNotFound, Message: msg + " Create it, or fix aksConfig.resourceGroup."}
 	case re.StatusCode == http.StatusBadRequest:
-		return &hosted.FieldError{Field: "aksConfig", Reason: "RejectedByAKS", Message: code + ": " + msg}
+		return &hosted.FieldError{Field: "aksConfig", Reason: v1.ReasonRejectedByAKS, Message: code + ": " + msg}
 	}
 	return pe
 }

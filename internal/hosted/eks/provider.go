@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -39,10 +38,6 @@ type Provider struct {
 }
 
 var _ hosted.Provider = Provider{}
-
-// clients caches SDK clients by Secret version, region, endpoint and transport. A rotated
-// Secret has a new resourceVersion, so it takes effect on the next pass.
-var clients sync.Map
 
 var schema = merge.Schema{
 	Maps:       []string{"tags", "nodeGroups.*.labels", "nodeGroups.*.tags"},
@@ -131,32 +126,29 @@ func (p Provider) Connect(_ context.Context, c *v1.Cluster, s *corev1.Secret, tr
 		}
 	}
 	if len(missing) > 0 {
-		return nil, &hosted.FieldError{Field: "eksConfig.credentialSecret", Reason: "SecretIncomplete",
+		return nil, &hosted.FieldError{Field: "eksConfig.credentialSecret", Reason: v1.ReasonSecretIncomplete,
 			Message: fmt.Sprintf("Secret %s/%s lacks key(s) %s: add them (keys: accessKeyID, secretAccessKey, optional sessionToken, endpoint).", s.Namespace, s.Name, strings.Join(missing, ", "))}
 	}
-	// SDK clients are reused while the Secret is unchanged: building one resolves its whole
-	// middleware configuration, which costs more than a Describe call.
+	// SDK clients are reused while the Secret is unchanged (hosted.Clients): building one
+	// resolves its whole middleware configuration, which costs more than a Describe call.
 	endpoint := strings.TrimSpace(string(s.Data[KeyEndpoint]))
-	key := fmt.Sprintf("%s/%s/%s/%s/%p/%d", s.UID, s.ResourceVersion, c.Spec.EKSConfig.Region, endpoint, transport, p.RetryMaxAttempts)
-	if cached, ok := clients.Load(key); ok {
-		return &session{api: cached.(*awseks.Client), cfg: c.Spec.EKSConfig}, nil
-	}
-	cfg := aws.Config{
-		Region:      c.Spec.EKSConfig.Region,
-		Credentials: credentials.NewStaticCredentialsProvider(string(s.Data[KeyAccessKeyID]), string(s.Data[KeySecretAccessKey]), string(s.Data[KeySessionToken])),
-		HTTPClient:  &http.Client{Transport: transport},
-	}
-	if p.RetryMaxAttempts > 0 {
-		cfg.RetryMaxAttempts = p.RetryMaxAttempts
-	}
-	client := awseks.NewFromConfig(cfg, func(o *awseks.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
+	region := c.Spec.EKSConfig.Region
+	key := hosted.NewClientKey("eks", s, fmt.Sprintf("%s|%s|%d", region, endpoint, p.RetryMaxAttempts), transport)
+	client, _ := hosted.CachedClient(hosted.Clients, key, func() (*awseks.Client, error) {
+		cfg := aws.Config{
+			Region:      region,
+			Credentials: credentials.NewStaticCredentialsProvider(string(s.Data[KeyAccessKeyID]), string(s.Data[KeySecretAccessKey]), string(s.Data[KeySessionToken])),
+			HTTPClient:  &http.Client{Transport: transport},
 		}
+		if p.RetryMaxAttempts > 0 {
+			cfg.RetryMaxAttempts = p.RetryMaxAttempts
+		}
+		return awseks.NewFromConfig(cfg, func(o *awseks.Options) {
+			if endpoint != "" {
+				o.BaseEndpoint = aws.String(endpoint)
+			}
+		}), nil
 	})
-	if s.UID != "" {
-		clients.Store(key, client)
-	}
 	return &session{api: client, cfg: c.Spec.EKSConfig}, nil
 }
 
@@ -168,31 +160,31 @@ func (Provider) Validate(c *v1.Cluster) error {
 	}
 	switch {
 	case cfg.DisplayName == "":
-		return bad("displayName", "MissingField", "the EKS cluster name is required")
+		return bad("displayName", v1.ReasonMissingField, "the EKS cluster name is required")
 	case cfg.Region == "":
-		return bad("region", "MissingField", "the AWS region is required, e.g. us-west-2")
+		return bad("region", v1.ReasonMissingField, "the AWS region is required, e.g. us-west-2")
 	case !slices.Contains(Regions, cfg.Region):
-		return bad("region", "UnknownRegion", "%q is not an AWS region that has EKS (e.g. us-west-2, eu-central-1)", cfg.Region)
+		return bad("region", v1.ReasonUnknownRegion, "%q is not an AWS region that has EKS (e.g. us-west-2, eu-central-1)", cfg.Region)
 	case cfg.CredentialSecret == "":
-		return bad("credentialSecret", "MissingField", "the name of the credential Secret is required")
+		return bad("credentialSecret", v1.ReasonMissingField, "the name of the credential Secret is required")
 	}
 	if cfg.KubernetesVersion != nil {
 		if _, ok := minor(*cfg.KubernetesVersion); !ok {
-			return bad("kubernetesVersion", "InvalidVersion", "%q is not a Kubernetes minor version such as \"1.33\"", *cfg.KubernetesVersion)
+			return bad("kubernetesVersion", v1.ReasonInvalidVersion, "%q is not a Kubernetes minor version such as \"1.33\"", *cfg.KubernetesVersion)
 		}
 	}
 	if !cfg.Imported {
 		switch {
 		case cfg.KubernetesVersion == nil:
-			return bad("kubernetesVersion", "MissingField", "required to create a cluster, e.g. \"1.33\"")
+			return bad("kubernetesVersion", v1.ReasonMissingField, "required to create a cluster, e.g. \"1.33\"")
 		case cfg.ServiceRole == nil || *cfg.ServiceRole == "":
-			return bad("serviceRole", "MissingField", "required to create a cluster: the ARN of the EKS cluster IAM role")
+			return bad("serviceRole", v1.ReasonMissingField, "required to create a cluster: the ARN of the EKS cluster IAM role")
 		case len(cfg.Subnets) < 2:
-			return bad("subnets", "MissingField", "required to create a cluster: at least two subnet IDs in different availability zones")
+			return bad("subnets", v1.ReasonMissingField, "required to create a cluster: at least two subnet IDs in different availability zones")
 		}
 	}
 	if cfg.PublicAccess != nil && cfg.PrivateAccess != nil && !*cfg.PublicAccess && !*cfg.PrivateAccess {
-		return bad("publicAccess", "NoEndpointAccess", "publicAccess and privateAccess cannot both be false: the API server would be unreachable")
+		return bad("publicAccess", v1.ReasonNoEndpointAccess, "publicAccess and privateAccess cannot both be false: the API server would be unreachable")
 	}
 	for i, cidr := range cfg.PublicAccessSources {
 		if _, _, err := net.ParseCIDR(cidr); err != nil {
@@ -201,14 +193,14 @@ func (Provider) Validate(c *v1.Cluster) error {
 	}
 	for _, t := range cfg.LoggingTypes {
 		if !slices.Contains(LogTypes, t) {
-			return bad("loggingTypes", "InvalidLogType", "%q is not one of %s", t, strings.Join(LogTypes, ", "))
+			return bad("loggingTypes", v1.ReasonInvalidLogType, "%q is not one of %s", t, strings.Join(LogTypes, ", "))
 		}
 	}
 	seen := map[string]bool{}
 	for _, ng := range cfg.NodeGroups {
 		f := "nodeGroups[" + ng.Name + "]"
 		if seen[ng.Name] {
-			return bad(f+".name", "DuplicateNodeGroup", "node group %q appears twice; names must be unique", ng.Name)
+			return bad(f+".name", v1.ReasonDuplicateNodeGroup, "node group %q appears twice; names must be unique", ng.Name)
 		}
 		seen[ng.Name] = true
 		if err := validateScaling(f, ng.MinSize, ng.DesiredSize, ng.MaxSize); err != nil {
@@ -217,11 +209,11 @@ func (Provider) Validate(c *v1.Cluster) error {
 		if ng.Version != nil {
 			nv, ok := minor(*ng.Version)
 			if !ok {
-				return bad(f+".version", "InvalidVersion", "%q is not a Kubernetes minor version such as \"1.33\"", *ng.Version)
+				return bad(f+".version", v1.ReasonInvalidVersion, "%q is not a Kubernetes minor version such as \"1.33\"", *ng.Version)
 			}
 			if cfg.KubernetesVersion != nil {
 				if cv, _ := minor(*cfg.KubernetesVersion); nv > cv {
-					return bad(f+".version", "NodeVersionTooNew", "node group version %s is newer than the cluster's %s: upgrade the cluster first", *ng.Version, *cfg.KubernetesVersion)
+					return bad(f+".version", v1.ReasonNodeVersionTooNew, "node group version %s is newer than the cluster's %s: upgrade the cluster first", *ng.Version, *cfg.KubernetesVersion)
 				}
 			}
 		}
@@ -231,7 +223,7 @@ func (Provider) Validate(c *v1.Cluster) error {
 
 func validateScaling(f string, minS, desired, maxS *int32) error {
 	bad := func(field, format string, args ...any) error {
-		return &hosted.FieldError{Field: "eksConfig." + f + "." + field, Reason: "InvalidScaling", Message: fmt.Sprintf(format, args...)}
+		return &hosted.FieldError{Field: "eksConfig." + f + "." + field, Reason: v1.ReasonInvalidScaling, Message: fmt.Sprintf(format, args...)}
 	}
 	if minS != nil && *minS < 0 {
 		return bad("minSize", "must be 0 or more, got %d", *minS)

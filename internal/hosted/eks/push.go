@@ -54,13 +54,13 @@ func (s *session) CheckPush(push []merge.Change, effective, upstream map[string]
 			want, _ := minor(aws.ToString(eff.KubernetesVersion))
 			have, _ := minor(aws.ToString(up.KubernetesVersion))
 			if want < have {
-				return bad(top, "VersionDowngrade", "EKS cannot downgrade: the cluster runs %s, the config asks for %s; set %s or later", aws.ToString(up.KubernetesVersion), aws.ToString(eff.KubernetesVersion), aws.ToString(up.KubernetesVersion))
+				return bad(top, v1.ReasonVersionDowngrade, "EKS cannot downgrade: the cluster runs %s, the config asks for %s; set %s or later", aws.ToString(up.KubernetesVersion), aws.ToString(eff.KubernetesVersion), aws.ToString(up.KubernetesVersion))
 			}
 			if want > have+1 {
-				return bad(top, "VersionSkip", "EKS upgrades one minor version at a time: the cluster runs %s, so set 1.%d first, then %s", aws.ToString(up.KubernetesVersion), have+1, aws.ToString(eff.KubernetesVersion))
+				return bad(top, v1.ReasonVersionSkip, "EKS upgrades one minor version at a time: the cluster runs %s, so set 1.%d first, then %s", aws.ToString(up.KubernetesVersion), have+1, aws.ToString(eff.KubernetesVersion))
 			}
 		case slices.Contains(immutableCluster, top):
-			return bad(top, "ImmutableField", "EKS cannot change %s after creation (the cluster has %s); revert the change or create a new cluster", top, show(upstream[top]))
+			return bad(top, v1.ReasonImmutableField, "EKS cannot change %s after creation (the cluster has %s); revert the change or create a new cluster", top, show(upstream[top]))
 		case top == "nodeGroups" && len(ch.Path) >= 2:
 			name := ch.Path[1].Key
 			f := fmt.Sprintf("nodeGroups[%s]", name)
@@ -69,22 +69,22 @@ func (s *session) CheckPush(push []merge.Change, effective, upstream map[string]
 			case ng == nil: // deletion
 			case existing == nil: // creation
 				if aws.ToString(ng.NodeRole) == "" {
-					return bad(f+".nodeRole", "MissingField", "required to create node group %s: the ARN of the node IAM role", name)
+					return bad(f+".nodeRole", v1.ReasonMissingField, "required to create node group %s: the ARN of the node IAM role", name)
 				}
 				if len(ng.Subnets) == 0 && len(eff.Subnets) == 0 {
-					return bad(f+".subnets", "MissingField", "required to create node group %s", name)
+					return bad(f+".subnets", v1.ReasonMissingField, "required to create node group %s", name)
 				}
 			case len(ch.Path) >= 3 && slices.Contains(immutableNodeGroup, ch.Path[2].Field):
-				return bad(f+"."+ch.Path[2].Field, "ImmutableField", "EKS cannot change %s of an existing node group; create a new node group instead", ch.Path[2].Field)
+				return bad(f+"."+ch.Path[2].Field, v1.ReasonImmutableField, "EKS cannot change %s of an existing node group; create a new node group instead", ch.Path[2].Field)
 			case len(ch.Path) >= 3 && ch.Path[2].Field == "version":
 				nv, _ := minor(aws.ToString(ng.Version))
 				ov, _ := minor(aws.ToString(existing.Version))
 				cv, _ := minor(aws.ToString(eff.KubernetesVersion))
 				if nv < ov {
-					return bad(f+".version", "VersionDowngrade", "EKS cannot downgrade node group %s from %s to %s", name, aws.ToString(existing.Version), aws.ToString(ng.Version))
+					return bad(f+".version", v1.ReasonVersionDowngrade, "EKS cannot downgrade node group %s from %s to %s", name, aws.ToString(existing.Version), aws.ToString(ng.Version))
 				}
 				if nv > cv {
-					return bad(f+".version", "NodeVersionTooNew", "node group version %s is newer than the cluster's %s: upgrade the cluster first", aws.ToString(ng.Version), aws.ToString(eff.KubernetesVersion))
+					return bad(f+".version", v1.ReasonNodeVersionTooNew, "node group version %s is newer than the cluster's %s: upgrade the cluster first", aws.ToString(ng.Version), aws.ToString(eff.KubernetesVersion))
 				}
 			}
 		}

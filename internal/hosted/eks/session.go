@@ -51,7 +51,7 @@ func classify(op string, err error) error {
 	if !errors.As(err, &ae) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	pe := &hosted.ProviderError{Op: op, Code: ae.ErrorCode(), Err: err}
+	pe := &hosted.ProviderError{Op: op, Code: ae.ErrorCode(), Message: ae.ErrorMessage(), Err: err}
 	switch ae.ErrorCode() {
 	case "UnrecognizedClientException", "InvalidSignatureException", "AccessDeniedException", "MissingAuthenticationTokenException", "ExpiredTokenException", "InvalidClientTokenId":
 		return fmt.Errorf("%w: %w", hosted.ErrCredentials, pe)
@@ -60,7 +60,7 @@ func classify(op string, err error) error {
 	case "ResourceInUseException":
 		return fmt.Errorf("%w: %w", hosted.ErrBusy, pe)
 	case "InvalidParameterException", "InvalidRequestException":
-		return &hosted.FieldError{Field: "eksConfig", Reason: "RejectedByEKS", Message: ae.ErrorMessage()}
+		return &hosted.FieldError{Field: "eksConfig", Reason: v1.ReasonRejectedByEKS, Message: ae.ErrorMessage()}
 	}
 	return pe
 }

@@ -4,7 +4,6 @@ package gke
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"cloud.google.com/go/auth"
 	"cloud.google.com/go/auth/credentials"
@@ -135,49 +133,24 @@ func location(cfg *v1.GKEClusterConfig) string {
 	return cfg.Region
 }
 
-// clients caches one container.Service per key, endpoint and transport: building one parses
-// the key, and its credentials cache the access token (one token exchange per hour, not one
-// per pass). A rotated key has another hash, so it takes effect on the next reconcile.
-var clients = struct {
-	sync.Mutex
-	m map[clientKey]*container.Service
-}{m: map[clientKey]*container.Service{}}
-
-type clientKey struct {
-	key       [32]byte
-	endpoint  string
-	transport hosted.Transport
-}
-
-// maxClients bounds the cache; past it, it starts over (old credentials are simply dropped).
-const maxClients = 4096
-
 // Connect implements hosted.Provider. API calls go through the engine's rate-limited transport,
 // under the authorization layer; the token exchange does not count against the project quota.
 func (Provider) Connect(ctx context.Context, c *v1.Cluster, s *corev1.Secret, transport hosted.Transport) (hosted.Session, error) {
 	cfg := c.Spec.GKEConfig
 	key := s.Data[KeyServiceAccountJSON]
 	if len(key) == 0 {
-		return nil, &hosted.FieldError{Field: "gkeConfig.credentialSecret", Reason: "SecretIncomplete",
+		return nil, &hosted.FieldError{Field: "gkeConfig.credentialSecret", Reason: v1.ReasonSecretIncomplete,
 			Message: fmt.Sprintf("Secret %s/%s lacks key %s: add a service-account JSON key (keys: serviceAccountJSON, optional endpoint).", s.Namespace, s.Name, KeyServiceAccountJSON)}
 	}
 	endpoint := strings.TrimRight(strings.TrimSpace(string(s.Data[KeyEndpoint])), "/")
-	ck := clientKey{key: sha256.Sum256(key), endpoint: endpoint, transport: transport}
-	clients.Lock()
-	svc := clients.m[ck]
-	clients.Unlock()
-	if svc == nil {
-		var err error
-		if svc, err = newService(ctx, key, endpoint, transport); err != nil {
-			return nil, &hosted.FieldError{Field: "gkeConfig.credentialSecret", Reason: "SecretInvalid",
-				Message: fmt.Sprintf("Secret %s/%s key %s is not a usable service-account JSON key: %v", s.Namespace, s.Name, KeyServiceAccountJSON, err)}
-		}
-		clients.Lock()
-		if len(clients.m) >= maxClients {
-			clients.m = map[clientKey]*container.Service{}
-		}
-		clients.m[ck] = svc
-		clients.Unlock()
+	// One container.Service per Secret version (hosted.Clients): building one parses the key,
+	// and its credentials cache the access token (one token exchange per hour, not per pass).
+	svc, err := hosted.CachedClient(hosted.Clients, hosted.NewClientKey("gke", s, endpoint, transport), func() (*container.Service, error) {
+		return newService(ctx, key, endpoint, transport)
+	})
+	if err != nil {
+		return nil, &hosted.FieldError{Field: "gkeConfig.credentialSecret", Reason: v1.ReasonSecretInvalid,
+			Message: fmt.Sprintf("Secret %s/%s key %s is not a usable service-account JSON key: %v", s.Namespace, s.Name, KeyServiceAccountJSON, err)}
 	}
 	return &session{
 		api:    &sdkAPI{svc: svc},
@@ -219,50 +192,50 @@ func (Provider) Validate(c *v1.Cluster) error {
 	}
 	switch {
 	case cfg.ClusterName == "":
-		return bad("clusterName", "MissingField", "the GKE cluster name is required")
+		return bad("clusterName", v1.ReasonMissingField, "the GKE cluster name is required")
 	case !nameRE.MatchString(cfg.ClusterName):
-		return bad("clusterName", "InvalidName", "%q is not a GKE cluster name: lowercase letters, digits and '-', starting with a letter, at most 40 characters", cfg.ClusterName)
+		return bad("clusterName", v1.ReasonInvalidName, "%q is not a GKE cluster name: lowercase letters, digits and '-', starting with a letter, at most 40 characters", cfg.ClusterName)
 	case cfg.ProjectID == "":
-		return bad("projectID", "MissingField", "the Google Cloud project ID is required")
+		return bad("projectID", v1.ReasonMissingField, "the Google Cloud project ID is required")
 	case cfg.CredentialSecret == "":
-		return bad("credentialSecret", "MissingField", "the name of the credential Secret is required")
+		return bad("credentialSecret", v1.ReasonMissingField, "the name of the credential Secret is required")
 	case cfg.Region == "" && cfg.Zone == "":
-		return bad("region", "MissingField", "a region (regional cluster, e.g. europe-west1) or a zone (zonal cluster, e.g. europe-west1-b) is required")
+		return bad("region", v1.ReasonMissingField, "a region (regional cluster, e.g. europe-west1) or a zone (zonal cluster, e.g. europe-west1-b) is required")
 	case cfg.Region != "" && cfg.Zone != "":
-		return bad("zone", "RegionAndZone", "set either region (regional cluster) or zone (zonal cluster), not both")
+		return bad("zone", v1.ReasonRegionAndZone, "set either region (regional cluster) or zone (zonal cluster), not both")
 	case cfg.Region != "" && (!regionRE.MatchString(cfg.Region) || isZone(cfg.Region)):
-		return bad("region", "InvalidLocation", "%q is not a Google Cloud region such as europe-west1", cfg.Region)
+		return bad("region", v1.ReasonInvalidLocation, "%q is not a Google Cloud region such as europe-west1", cfg.Region)
 	case cfg.Zone != "" && (!regionRE.MatchString(cfg.Zone) || !isZone(cfg.Zone)):
-		return bad("zone", "InvalidLocation", "%q is not a Google Cloud zone such as europe-west1-b", cfg.Zone)
+		return bad("zone", v1.ReasonInvalidLocation, "%q is not a Google Cloud zone such as europe-west1-b", cfg.Zone)
 	}
 	var master version
 	if cfg.KubernetesVersion != nil {
 		v, ok := parseVersion(*cfg.KubernetesVersion)
 		if !ok {
-			return bad("kubernetesVersion", "InvalidVersion", "%q is not a GKE version such as \"1.33\" or \"1.33.5-gke.1162000\"", *cfg.KubernetesVersion)
+			return bad("kubernetesVersion", v1.ReasonInvalidVersion, "%q is not a GKE version such as \"1.33\" or \"1.33.5-gke.1162000\"", *cfg.KubernetesVersion)
 		}
 		master = v
 	}
 	if !cfg.Imported {
 		switch {
 		case cfg.KubernetesVersion == nil:
-			return bad("kubernetesVersion", "MissingField", "required to create a cluster, e.g. \"1.33\"")
+			return bad("kubernetesVersion", v1.ReasonMissingField, "required to create a cluster, e.g. \"1.33\"")
 		case len(cfg.NodePools) == 0:
-			return bad("nodePools", "MissingField", "required to create a cluster: at least one node pool")
+			return bad("nodePools", v1.ReasonMissingField, "required to create a cluster: at least one node pool")
 		}
 	}
 	if err := validateLabels("labels", cfg.Labels); err != nil {
 		return err
 	}
 	if cfg.LoggingService != nil && !slices.Contains(LoggingServices, *cfg.LoggingService) {
-		return bad("loggingService", "InvalidService", "%q is not one of %s", *cfg.LoggingService, strings.Join(LoggingServices, ", "))
+		return bad("loggingService", v1.ReasonInvalidService, "%q is not one of %s", *cfg.LoggingService, strings.Join(LoggingServices, ", "))
 	}
 	if cfg.MonitoringService != nil && !slices.Contains(MonitoringServices, *cfg.MonitoringService) {
-		return bad("monitoringService", "InvalidService", "%q is not one of %s", *cfg.MonitoringService, strings.Join(MonitoringServices, ", "))
+		return bad("monitoringService", v1.ReasonInvalidService, "%q is not one of %s", *cfg.MonitoringService, strings.Join(MonitoringServices, ", "))
 	}
 	if man := cfg.MasterAuthorizedNetworks; man != nil {
 		if len(man.CIDRBlocks) > 50 {
-			return bad("masterAuthorizedNetworks.cidrBlocks", "TooManyCIDRBlocks", "at most 50 CIDR blocks are allowed, got %d", len(man.CIDRBlocks))
+			return bad("masterAuthorizedNetworks.cidrBlocks", v1.ReasonTooManyCIDRBlocks, "at most 50 CIDR blocks are allowed, got %d", len(man.CIDRBlocks))
 		}
 		for i, b := range man.CIDRBlocks {
 			p, err := netip.ParsePrefix(b.CIDRBlock)
@@ -280,47 +253,47 @@ func (Provider) Validate(c *v1.Cluster) error {
 		seenZone[z] = true
 	}
 	if cfg.Zone != "" && len(cfg.Locations) > 0 && !seenZone[cfg.Zone] {
-		return bad("locations", "InvalidLocation", "the locations of a zonal cluster must include its zone %s", cfg.Zone)
+		return bad("locations", v1.ReasonInvalidLocation, "the locations of a zonal cluster must include its zone %s", cfg.Zone)
 	}
 	if mw := cfg.MaintenanceWindow; mw != nil && *mw != "" && !windowRE.MatchString(*mw) {
-		return bad("maintenanceWindow", "InvalidMaintenanceWindow", "%q is not a start time \"HH:MM\" (UTC), or \"\" for none", *mw)
+		return bad("maintenanceWindow", v1.ReasonInvalidMaintenanceWindow, "%q is not a start time \"HH:MM\" (UTC), or \"\" for none", *mw)
 	}
 	seen := map[string]bool{}
 	for _, np := range cfg.NodePools {
 		f := "nodePools[" + np.Name + "]"
 		switch {
 		case seen[np.Name]:
-			return bad(f+".name", "DuplicateNodePool", "node pool %q appears twice; names must be unique", np.Name)
+			return bad(f+".name", v1.ReasonDuplicateNodePool, "node pool %q appears twice; names must be unique", np.Name)
 		case !nameRE.MatchString(np.Name):
-			return bad(f+".name", "InvalidName", "%q is not a node pool name: lowercase letters, digits and '-', starting with a letter, at most 40 characters", np.Name)
+			return bad(f+".name", v1.ReasonInvalidName, "%q is not a node pool name: lowercase letters, digits and '-', starting with a letter, at most 40 characters", np.Name)
 		}
 		seen[np.Name] = true
 		if np.InitialNodeCount != nil && *np.InitialNodeCount < 0 {
-			return bad(f+".initialNodeCount", "InvalidScaling", "must be 0 or more, got %d", *np.InitialNodeCount)
+			return bad(f+".initialNodeCount", v1.ReasonInvalidScaling, "must be 0 or more, got %d", *np.InitialNodeCount)
 		}
 		if a := np.Autoscaling; a != nil {
 			if a.MinNodeCount != nil && *a.MinNodeCount < 0 {
-				return bad(f+".autoscaling.minNodeCount", "InvalidScaling", "must be 0 or more, got %d", *a.MinNodeCount)
+				return bad(f+".autoscaling.minNodeCount", v1.ReasonInvalidScaling, "must be 0 or more, got %d", *a.MinNodeCount)
 			}
 			if ptr.Deref(a.Enabled, false) && a.MaxNodeCount != nil && *a.MaxNodeCount < 1 {
-				return bad(f+".autoscaling.maxNodeCount", "InvalidScaling", "must be 1 or more when autoscaling is enabled, got %d", *a.MaxNodeCount)
+				return bad(f+".autoscaling.maxNodeCount", v1.ReasonInvalidScaling, "must be 1 or more when autoscaling is enabled, got %d", *a.MaxNodeCount)
 			}
 			if a.MinNodeCount != nil && a.MaxNodeCount != nil && *a.MinNodeCount > *a.MaxNodeCount {
-				return bad(f+".autoscaling.minNodeCount", "InvalidScaling", "minNodeCount %d is larger than maxNodeCount %d", *a.MinNodeCount, *a.MaxNodeCount)
+				return bad(f+".autoscaling.minNodeCount", v1.ReasonInvalidScaling, "minNodeCount %d is larger than maxNodeCount %d", *a.MinNodeCount, *a.MaxNodeCount)
 			}
 		}
 		if np.Version != nil {
 			nv, ok := parseVersion(*np.Version)
 			if !ok {
-				return bad(f+".version", "InvalidVersion", "%q is not a GKE version such as \"1.33\"", *np.Version)
+				return bad(f+".version", v1.ReasonInvalidVersion, "%q is not a GKE version such as \"1.33\"", *np.Version)
 			}
 			if cfg.KubernetesVersion != nil && nv.minorNewer(master) {
-				return bad(f+".version", "NodeVersionTooNew", "node pool version %s is newer than the master's %s: upgrade the master first", *np.Version, *cfg.KubernetesVersion)
+				return bad(f+".version", v1.ReasonNodeVersionTooNew, "node pool version %s is newer than the master's %s: upgrade the master first", *np.Version, *cfg.KubernetesVersion)
 			}
 		}
 		if nc := np.Config; nc != nil {
 			if nc.DiskSizeGb != nil && *nc.DiskSizeGb < 10 {
-				return bad(f+".config.diskSizeGb", "InvalidDiskSize", "must be at least 10 GB, got %d", *nc.DiskSizeGb)
+				return bad(f+".config.diskSizeGb", v1.ReasonInvalidDiskSize, "must be at least 10 GB, got %d", *nc.DiskSizeGb)
 			}
 			if err := validateLabels(f+".config.labels", nc.Labels); err != nil {
 				return err
@@ -337,11 +310,11 @@ func (Provider) Validate(c *v1.Cluster) error {
 
 func validateLabels(field string, labels map[string]string) error {
 	if len(labels) > 64 {
-		return &hosted.FieldError{Field: "gkeConfig." + field, Reason: "InvalidLabel", Message: fmt.Sprintf("at most 64 labels are allowed, got %d", len(labels))}
+		return &hosted.FieldError{Field: "gkeConfig." + field, Reason: v1.ReasonInvalidLabel, Message: fmt.Sprintf("at most 64 labels are allowed, got %d", len(labels))}
 	}
 	for k, v := range labels {
 		if !labelKeyRE.MatchString(k) || !labelValueRE.MatchString(v) {
-			return &hosted.FieldError{Field: "gkeConfig." + field + "[" + k + "]", Reason: "InvalidLabel",
+			return &hosted.FieldError{Field: "gkeConfig." + field + "[" + k + "]", Reason: v1.ReasonInvalidLabel,
 				Message: fmt.Sprintf("label %q=%q: keys start with a lowercase letter; keys and values hold only lowercase letters, digits, '_' and '-' (at most 63 characters)", k, v)}
 		}
 	}

@@ -58,15 +58,15 @@ func (s *session) CheckPush(push []merge.Change, effective, upstream map[string]
 		case top == "kubernetesVersion":
 			want, have := minorOf(eff.KubernetesVersion), minorOf(up.KubernetesVersion)
 			if want < have {
-				return bad(top, "VersionDowngrade", "GKE cannot downgrade the master across minor versions: it runs %s, the config asks for %s; set 1.%d or later", ptr.Deref(up.KubernetesVersion, ""), ptr.Deref(eff.KubernetesVersion, ""), have)
+				return bad(top, v1.ReasonVersionDowngrade, "GKE cannot downgrade the master across minor versions: it runs %s, the config asks for %s; set 1.%d or later", ptr.Deref(up.KubernetesVersion, ""), ptr.Deref(eff.KubernetesVersion, ""), have)
 			}
 			if want > have+1 {
-				return bad(top, "VersionSkip", "GKE upgrades the master one minor version at a time: it runs %s, so set 1.%d first, then %s", ptr.Deref(up.KubernetesVersion, ""), have+1, ptr.Deref(eff.KubernetesVersion, ""))
+				return bad(top, v1.ReasonVersionSkip, "GKE upgrades the master one minor version at a time: it runs %s, so set 1.%d first, then %s", ptr.Deref(up.KubernetesVersion, ""), have+1, ptr.Deref(eff.KubernetesVersion, ""))
 			}
 		case slices.Contains(immutableCluster, top):
-			return bad(top, "ImmutableField", "GKE cannot change %s after creation (the cluster has %v); revert the change or create a new cluster", top, ch.Upstream)
+			return bad(top, v1.ReasonImmutableField, "GKE cannot change %s after creation (the cluster has %v); revert the change or create a new cluster", top, ch.Upstream)
 		case top == "locations" && len(eff.Locations) == 0:
-			return bad(top, "InvalidLocation", "a cluster needs at least one node location (a zone of region %s)", regionOf(location(s.cfg)))
+			return bad(top, v1.ReasonInvalidLocation, "a cluster needs at least one node location (a zone of region %s)", regionOf(location(s.cfg)))
 		case top == "nodePools" && len(ch.Path) >= 2:
 			name := ch.Path[1].Key
 			f := fmt.Sprintf("nodePools[%s]", name)
@@ -74,22 +74,22 @@ func (s *session) CheckPush(push []merge.Change, effective, upstream map[string]
 			switch {
 			case np == nil: // deletion
 				if len(eff.NodePools) == 0 {
-					return bad("nodePools", "LastNodePool", "deleting node pool %s would leave the cluster without node pools; GKE Standard clusters need at least one", name)
+					return bad("nodePools", v1.ReasonLastNodePool, "deleting node pool %s would leave the cluster without node pools; GKE Standard clusters need at least one", name)
 				}
 			case existing == nil: // creation
 				if np.Version != nil && minorOf(np.Version) > minorOf(eff.KubernetesVersion) {
-					return bad(f+".version", "NodeVersionTooNew", "node pool version %s is newer than the master's %s: upgrade the master first", *np.Version, ptr.Deref(eff.KubernetesVersion, ""))
+					return bad(f+".version", v1.ReasonNodeVersionTooNew, "node pool version %s is newer than the master's %s: upgrade the master first", *np.Version, ptr.Deref(eff.KubernetesVersion, ""))
 				}
 			case len(ch.Path) >= 4 && ch.Path[2].Field == "config" && slices.Contains(immutablePoolConf, ch.Path[3].Field):
 				field := ch.Path[3].Field
-				return bad(f+".config."+field, "ImmutableField", "drover does not change %s of an existing node pool (it has %v): create a new node pool with the new value and delete this one", field, ch.Upstream)
+				return bad(f+".config."+field, v1.ReasonImmutableField, "drover does not change %s of an existing node pool (it has %v): create a new node pool with the new value and delete this one", field, ch.Upstream)
 			case len(ch.Path) >= 3 && ch.Path[2].Field == "version":
 				nv, ov, cv := minorOf(np.Version), minorOf(existing.Version), minorOf(eff.KubernetesVersion)
 				if nv < ov {
-					return bad(f+".version", "VersionDowngrade", "GKE cannot downgrade node pool %s from %s to %s", name, ptr.Deref(existing.Version, ""), ptr.Deref(np.Version, ""))
+					return bad(f+".version", v1.ReasonVersionDowngrade, "GKE cannot downgrade node pool %s from %s to %s", name, ptr.Deref(existing.Version, ""), ptr.Deref(np.Version, ""))
 				}
 				if nv > cv {
-					return bad(f+".version", "NodeVersionTooNew", "node pool version %s is newer than the master's %s: upgrade the master first", ptr.Deref(np.Version, ""), ptr.Deref(eff.KubernetesVersion, ""))
+					return bad(f+".version", v1.ReasonNodeVersionTooNew, "node pool version %s is newer than the master's %s: upgrade the master first", ptr.Deref(np.Version, ""), ptr.Deref(eff.KubernetesVersion, ""))
 				}
 			}
 		}

@@ -155,7 +155,7 @@ func classify(op string, err error) error {
 	if code == "" {
 		code = fmt.Sprint(ge.Code)
 	}
-	pe := &hosted.ProviderError{Op: op, Code: code, Err: err}
+	pe := &hosted.ProviderError{Op: op, Code: code, Message: ge.Message, Err: err}
 	switch {
 	case ge.Code == http.StatusUnauthorized || ge.Code == http.StatusForbidden:
 		return fmt.Errorf("%w: %w", hosted.ErrCredentials, pe)
@@ -167,7 +167,7 @@ func classify(op string, err error) error {
 		// The label fingerprint moved (labels changed since we read them): re-read, retry.
 		return fmt.Errorf("%w: %w", hosted.ErrBusy, pe)
 	case ge.Code == http.StatusBadRequest && status != "FAILED_PRECONDITION":
-		return &hosted.FieldError{Field: "gkeConfig", Reason: "RejectedByGKE", Message: op + ": " + ge.Message}
+		return &hosted.FieldError{Field: "gkeConfig", Reason: v1.ReasonRejectedByGKE, Message: op + ": " + ge.Message}
 	}
 	return pe
 }
