@@ -52,7 +52,7 @@ func (o *hostedOptions) addFlags(f *pflag.FlagSet) {
 		f.IntVar(&r.Burst, p.name+"-api-burst", p.rate.Burst, strings.ToUpper(p.name)+" API token bucket size per "+p.what)
 	}
 	f.StringVar(&o.agentImage, "agent-image", manifests.DefaultImage(), "image of the agents drover deploys to clusters that set no spec.agentImage (default: this server's version)")
-	f.BoolVar(&o.registerLocal, "register-local", true, "register the cluster drover runs in as the fleet cluster \"local\" (default off with the embedded control plane, which has no nodes to run an agent)")
+	f.BoolVar(&o.registerLocal, "register-local", true, "register the cluster drover runs in as the fleet cluster \"local\" (default: on only in a pod, with in-cluster credentials)")
 	f.Float64Var(&o.jitter, "refresh-jitter", 0.1, "fraction of the refresh interval added at random, so clusters do not refresh in the same second")
 	f.DurationVar(&o.pollInterval, "hosted-poll-interval", 30*time.Second, "how often a hosted cluster with work in progress is re-read")
 	f.IntVar(&o.hostedWorkers, "hosted-workers", 8, "hosted clusters synced at once (raise for thousands of clusters at high cloud latency)")

@@ -15,7 +15,8 @@ import (
 
 func newServerCommand() *cobra.Command {
 	opts := server.Options{}
-	var verbose bool
+	var verbose, installCRDs bool
+	var caFile string
 	var hostedOpts hostedOptions
 	home, _ := os.UserHomeDir()
 	cmd := &cobra.Command{
@@ -30,10 +31,19 @@ kube-controller-manager) under --data-dir and writes an admin kubeconfig to
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setupLogging(verbose)
-			// The embedded control plane has no nodes, so an agent installed into it could never
-			// run: registering it as "local" would only show a cluster waiting forever.
-			if opts.Kubeconfig == "" && !inCluster() && !cmd.Flags().Changed("register-local") {
-				hostedOpts.registerLocal = false
+			// Only in a pod is "the cluster drover runs in" the one it manages and able to run an
+			// agent: the embedded control plane has no nodes (the local cluster would wait
+			// forever), and with --kubeconfig drover may run anywhere.
+			if !cmd.Flags().Changed("register-local") {
+				hostedOpts.registerLocal = opts.Kubeconfig == "" && inCluster()
+			}
+			opts.SkipCRDInstall = !installCRDs
+			if caFile != "" {
+				ca, err := server.ReadCAFile(caFile)
+				if err != nil {
+					return err
+				}
+				opts.APIServerCA = ca
 			}
 			opts.Controllers = append(opts.Controllers, hostedOpts.controllers()...)
 			return server.Run(cmd.Context(), opts, cmd.OutOrStdout())
@@ -47,6 +57,9 @@ kube-controller-manager) under --data-dir and writes an admin kubeconfig to
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", "127.0.0.1:8080", "address of /metrics (0 disables it)")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", "127.0.0.1:8081", "address of /healthz and /readyz")
 	f.BoolVar(&opts.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles")
+	f.BoolVar(&installCRDs, "install-crds", true, "apply drover's CRDs at start (false: Helm or GitOps owns them)")
+	f.StringVar(&opts.APIServerURL, "api-server-url", "", "management API URL that agents of registered clusters connect to, written to the registration ConfigMap (default with the embedded control plane: its own URL)")
+	f.StringVar(&caFile, "api-server-ca", "", "file with the PEM CA bundle agents use to verify --api-server-url (default with the embedded control plane: its own CA)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	hostedOpts.addFlags(f)
 	return cmd
@@ -62,6 +75,9 @@ func setupLogging(verbose bool) {
 }
 
 func inCluster() bool {
+	if os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		return false
+	}
 	_, err := rest.InClusterConfig()
 	return err == nil
 }

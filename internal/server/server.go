@@ -39,11 +39,22 @@ import (
 // SystemNamespace holds drover's own objects (leader-election lease, settings).
 const SystemNamespace = "drover-system"
 
+// The server's own calls: drover's CRDs (unless --install-crds=false), its namespace, the
+// leader-election Lease (with its Events) and the registration endpoint it publishes.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;create;patch,resourceNames=bundlecontents.fleet.drover.io;bundledeployments.fleet.drover.io;bundles.fleet.drover.io;clusterregistrations.fleet.drover.io;clusterregistrationtokens.fleet.drover.io;clusters.fleet.drover.io;clusters.management.drover.io;cloudprovidermigrations.migration.drover.io
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=drover-system,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="",namespace=drover-system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",namespace=drover-system,resources=configmaps,verbs=get;create;patch
+
 // Options configures the server.
 type Options struct {
 	// Kubeconfig selects the cluster to run against. Empty: in-cluster config, or with none, the
 	// embedded control plane.
 	Kubeconfig string
+	// RESTConfig, when set, is the cluster to run against, before Kubeconfig (tests run the
+	// server under a given identity this way).
+	RESTConfig *rest.Config
 	// DataDir holds the embedded control plane's state.
 	DataDir string
 	// BinDir holds the Kubernetes binaries for the embedded control plane.
@@ -58,6 +69,14 @@ type Options struct {
 	LeaderElect bool
 	// Controllers are added to the manager before it starts.
 	Controllers []func(ctrl.Manager) error
+	// SkipCRDInstall leaves drover's CRDs to someone else (Helm with installCRDs, GitOps): the
+	// server then never applies them (--install-crds=false).
+	SkipCRDInstall bool
+	// APIServerURL and APIServerCA (PEM) are the management API endpoint agents are given. When
+	// set, the server writes them into the registration ConfigMap at start; the embedded control
+	// plane publishes its own URL and CA unless they are set.
+	APIServerURL string
+	APIServerCA  []byte
 }
 
 // Scheme returns the scheme with every type drover's controllers use.
@@ -89,6 +108,8 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		err error
 	)
 	switch {
+	case opts.RESTConfig != nil:
+		cfg = rest.CopyConfig(opts.RESTConfig)
 	case opts.Kubeconfig != "":
 		cfg, err = loadKubeconfig(ctx, opts.Kubeconfig)
 	default:
@@ -121,10 +142,21 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create client: %w", err)
 	}
-	if err := crds.Install(ctx, c); err != nil {
-		return fmt.Errorf("install drover CRDs: %w", err)
+	if !opts.SkipCRDInstall {
+		if err := crds.Install(ctx, c); err != nil {
+			return fmt.Errorf("install drover CRDs: %w", err)
+		}
 	}
 	if err := ensureNamespace(ctx, c, SystemNamespace); err != nil {
+		return err
+	}
+	endpoint := RegistrationEndpoint{URL: opts.APIServerURL, CA: opts.APIServerCA}
+	if cp != nil && endpoint.URL == "" {
+		if endpoint, err = embeddedEndpoint(cp); err != nil {
+			return err
+		}
+	}
+	if err := PublishRegistrationEndpoint(ctx, c, endpoint); err != nil {
 		return err
 	}
 

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/registration/config"
 	"github.com/droverhq/drover/internal/server"
 )
 
@@ -131,6 +132,17 @@ func TestEmbeddedServerStartsPersistsAndStopsCleanly(t *testing.T) {
 
 	c := kubeClient(t, kubeconfig)
 	ctx := t.Context()
+	// The embedded control plane published its own endpoint for agents.
+	reg := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: config.DefaultNamespace, Name: config.DefaultName}, reg); err != nil {
+		t.Fatalf("registration ConfigMap: %v", err)
+	}
+	if kc, err := clientcmd.LoadFromFile(kubeconfig); err != nil {
+		t.Fatal(err)
+	} else if cl := kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster]; reg.Data[config.KeyAPIServerURL] != cl.Server ||
+		reg.Data[config.KeyAPIServerCA] != string(cl.CertificateAuthorityData) {
+		t.Errorf("registration ConfigMap %v, want the embedded API server's URL %s and CA", reg.Data, cl.Server)
+	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "survives-restart"}, Data: map[string]string{"k": "v"}}
 	hc := &managementv1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "prod"},
@@ -223,6 +235,7 @@ func TestServerBadInputStopsWithOneClearLine(t *testing.T) {
 		{"wrong binary version", []string{"--bin-dir", wrongBins}, []string{"v1.30.0", "v1.37.2", "make tools"}},
 		{"unreachable kubeconfig", []string{"--kubeconfig", unreachable}, []string{"cannot reach", unreachable}},
 		{"missing kubeconfig", []string{"--kubeconfig", filepath.Join(tmp, "nope")}, []string{"--kubeconfig", "not found"}},
+		{"CA file without a certificate", []string{"--api-server-ca", aFile}, []string{"--api-server-ca", "no PEM certificate"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -55,3 +55,11 @@ func CAHash(ca []byte) string {
 	sum := sha256.Sum256(ca)
 	return hex.EncodeToString(sum[:])
 }
+
+// MissingURLMessage is the message of a MissingAPIServerURL condition: it names the setting to
+// set, for each way of running drover.
+func MissingURLMessage(ref Ref) string {
+	return fmt.Sprintf("No management API URL for agents: run drover server with --api-server-url=URL (and --api-server-ca=FILE), "+
+		"or with Helm set apiServerURL (and apiServerCA) in charts/drover's values; it writes %s in ConfigMap %s/%s",
+		KeyAPIServerURL, ref.Namespace, ref.Name)
+}

@@ -195,7 +195,7 @@ func (r *Reconciler) importCluster(ctx context.Context, c *fleetv1alpha1.Cluster
 	}
 	if url == "" {
 		return ctrl.Result{}, &failure{reason: fleetv1alpha1.ReasonMissingAPIServerURL,
-			msg: fmt.Sprintf("No apiServerURL: set it in ConfigMap %s/%s or in secret %s", r.Config.Namespace, r.Config.Name, c.Spec.KubeConfigSecret)}
+			msg: config.MissingURLMessage(r.Config) + fmt.Sprintf(" (or set %s in secret %s)", fleetv1alpha1.KeyAPIServerURL, c.Spec.KubeConfigSecret)}
 	}
 	caHash := config.CAHash(ca)
 	if deployed(c, url, caHash) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -380,6 +381,10 @@ func TestBadInput(t *testing.T) {
 				cond := conditionOf(getCluster(t, ws, name).Status.Conditions, fleetv1alpha1.ConditionImported)
 				if cond == nil || cond.Reason != tc.reason || cond.Message == "" {
 					return fmt.Errorf("Imported condition %+v, want reason %s", cond, tc.reason)
+				}
+				// The message names what to set, for the CLI and for the chart.
+				if tc.reason == fleetv1alpha1.ReasonMissingAPIServerURL && (!strings.Contains(cond.Message, "--api-server-url") || !strings.Contains(cond.Message, "apiServerURL")) {
+					t.Errorf("MissingAPIServerURL message %q names neither --api-server-url nor the chart value apiServerURL", cond.Message)
 				}
 				return nil
 			})

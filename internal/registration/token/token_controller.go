@@ -127,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if cfg.APIServerURL == "" {
 		kube.SetCondition(&tok.Status.Conditions, tok.Generation, fleetv1alpha1.ConditionReady, false,
-			fleetv1alpha1.ReasonMissingAPIServerURL, fmt.Sprintf("Set %s in ConfigMap %s/%s", config.KeyAPIServerURL, r.Config.Namespace, r.Config.Name))
+			fleetv1alpha1.ReasonMissingAPIServerURL, config.MissingURLMessage(r.Config))
 		return ctrl.Result{}, kube.PatchStatus(ctx, r.Client, tok, before)
 	}
 
