@@ -157,9 +157,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	force := bd.Spec.Options.ForceConflicts || bd.Spec.Options.CorrectDrift
 	// CRDs and Namespaces first, so that the custom resources and namespaced objects of the
 	// same bundle can be resolved and applied in the same pass.
+	// A retry after UnknownKind does not wait again: a CRD that never becomes established must
+	// not hold the agent's worker on every retry.
 	first, rest := splitFoundation(objs)
+	applied := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionApplied)
+	retrying := applied != nil && applied.Reason == fleetv1alpha1.ReasonUnknownKind && applied.ObservedGeneration == bd.Generation
 	for i, u := range append(first, rest...) {
-		if i == len(first) && len(rest) > 0 {
+		if i == len(first) && len(rest) > 0 && !retrying {
 			r.waitEstablished(ctx, first)
 		}
 		st, err := r.apply(ctx, bd, u, force, false)
