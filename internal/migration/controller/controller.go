@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +17,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
@@ -62,7 +66,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=migration.drover.io,resources=cloudprovidermigrations,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=migration.drover.io,resources=cloudprovidermigrations/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=provisioning.cattle.io,resources=clusters,verbs=get;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -80,7 +84,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("drover-migration")
 	}
-	return ctrl.NewControllerManagedBy(mgr).For(&migrationv1alpha1.CloudProviderMigration{}).Named("cloudprovidermigration").Complete(r)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &migrationv1alpha1.CloudProviderMigration{}, secretIndex, func(o client.Object) []string {
+		return []string{o.(*migrationv1alpha1.CloudProviderMigration).Spec.KubeconfigSecretRef.Name}
+	}); err != nil {
+		return fmt.Errorf("index CloudProviderMigrations by kubeconfig Secret: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).For(&migrationv1alpha1.CloudProviderMigration{}).
+		// A migration waiting for its kubeconfig starts when the Secret is created or fixed.
+		// Metadata only: the kubeconfig itself is read uncached, when needed.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.migrationsOfSecret), builder.OnlyMetadata).
+		Named("cloudprovidermigration").Complete(r)
+}
+
+// secretIndex indexes migrations by the name of their kubeconfig Secret (same namespace).
+const secretIndex = "spec.kubeconfigSecretRef.name"
+
+func (r *Reconciler) migrationsOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var list migrationv1alpha1.CloudProviderMigrationList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{secretIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing migrations of a Secret", "secret", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
 }
 
 func downstreamFromKubeconfig(kubeconfig []byte) (kubernetes.Interface, error) {
@@ -98,23 +127,48 @@ const maxTransitions = 32
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	m := &migrationv1alpha1.CloudProviderMigration{}
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
-	if err := reader.Get(ctx, req.NamespacedName, m); err != nil {
+	if err := r.reader().Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if m.Spec.Distribution != migrationv1alpha1.DistributionRKE2 || m.Spec.ClusterRef == nil {
 		return ctrl.Result{}, r.terminal(ctx, m, ReasonUnsupported, "The controller migrates rke2 clusters with spec.clusterRef; run RKE1 migrations with `drover migrate cloud-provider apply --distribution rke1 --config cluster.yml`, which runs rke up and Helm where cluster.yml lives")
 	}
+	rollback := m.Annotations[RollbackAnnotation] == "true" && m.Status.Phase != migrationv1alpha1.PhaseRolledBack
+	waitingForKubeconfig := failedReason(m) == ReasonKubeconfigUnavailable
+	switch m.Status.Phase {
+	case migrationv1alpha1.PhaseSucceeded, migrationv1alpha1.PhaseRolledBack, migrationv1alpha1.PhaseFailed:
+		if !rollback && !waitingForKubeconfig {
+			return ctrl.Result{}, nil // finished; a Secret event must not overwrite how
+		}
+	}
 	kc, err := r.kubeconfig(ctx, m)
-	if err != nil {
-		return ctrl.Result{}, r.terminal(ctx, m, ReasonKubeconfigUnavailable, err.Error())
+	var unavailable *kubeconfigError
+	switch {
+	case errors.As(err, &unavailable):
+		// The user fixes the Secret; its watch resumes the migration.
+		return ctrl.Result{}, r.terminal(ctx, m, ReasonKubeconfigUnavailable, unavailable.msg)
+	case err != nil:
+		// Anything else (the API server unavailable, throttling, a timeout) is transient:
+		// the returned error requeues with exponential backoff.
+		return ctrl.Result{}, err
 	}
 	down, err := r.Downstream(kc)
 	if err != nil {
-		return ctrl.Result{}, r.terminal(ctx, m, ReasonKubeconfigUnavailable, err.Error())
+		return ctrl.Result{}, r.terminal(ctx, m, ReasonKubeconfigUnavailable, fmt.Sprintf("kubeconfig Secret %s/%s: %v; fix the Secret and the migration resumes", m.Namespace, m.Spec.KubeconfigSecretRef.Name, err))
+	}
+	if waitingForKubeconfig {
+		if err := r.updateStatus(ctx, m, func(s *migrationv1alpha1.CloudProviderMigrationStatus) {
+			meta.RemoveStatusCondition(&s.Conditions, migration.ConditionFailed)
+			s.Phase = migrationv1alpha1.PhasePending
+			for _, st := range s.Steps {
+				if st.StartedAt != nil {
+					s.Phase = migrationv1alpha1.PhaseRunning
+				}
+			}
+		}); err != nil {
+			return ctrl.Result{}, err
+		}
+		log.Info("Kubeconfig available: resuming migration")
 	}
 	ns := r.Namespace
 	if ns == "" {
@@ -123,7 +177,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	eng := &migration.Engine{
 		Dist:   &rke2.Object{Client: r.Client, Key: types.NamespacedName{Namespace: m.Spec.ClusterRef.Namespace, Name: m.Spec.ClusterRef.Name}},
 		Checks: &checks.Checker{Client: down, Namespace: ns, Selector: r.Selector, KCMIdentity: r.KCMIdentity},
-		Store:  &statusStore{client: r.Client, obj: m}, PollInterval: r.PollInterval, StepTimeout: r.StepTimeout,
+		Store:  &statusStore{client: r.Client, reader: r.reader(), obj: m}, PollInterval: r.PollInterval, StepTimeout: r.StepTimeout,
 		OnAction: r.OnAction, Report: func(step migrationv1alpha1.StepStatus) {
 			r.recordStep(m, step)
 			if r.OnTransition != nil {
@@ -131,7 +185,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		},
 	}
-	if m.Annotations[RollbackAnnotation] == "true" && m.Status.Phase != migrationv1alpha1.PhaseRolledBack {
+	if rollback {
 		log.Info("Rolling back migration")
 		if err := eng.Rollback(ctx); err != nil {
 			return ctrl.Result{}, fmt.Errorf("roll back: %w", err)
@@ -170,18 +224,37 @@ func (r *Reconciler) kubeconfig(ctx context.Context, m *migrationv1alpha1.CloudP
 		key = "value"
 	}
 	s := &corev1.Secret{}
-	// Uncached: a cached Get would make the manager list and watch every Secret in the cluster.
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
-	if err := reader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}, s); err != nil {
+	// Uncached: a cached Get would make the manager cache every Secret's data.
+	if err := r.reader().Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: ref.Name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &kubeconfigError{fmt.Sprintf("kubeconfig Secret %s/%s not found: create it with the downstream kubeconfig under key %q, and the migration starts", m.Namespace, ref.Name, key)}
+		}
 		return nil, fmt.Errorf("get kubeconfig Secret %s/%s: %w", m.Namespace, ref.Name, err)
 	}
 	if len(s.Data[key]) == 0 {
-		return nil, fmt.Errorf("kubeconfig Secret %s/%s has no key %q", m.Namespace, ref.Name, key)
+		return nil, &kubeconfigError{fmt.Sprintf("kubeconfig Secret %s/%s has no key %q: add the downstream kubeconfig there, and the migration starts", m.Namespace, ref.Name, key)}
 	}
 	return s.Data[key], nil
+}
+
+// kubeconfigError is a kubeconfig Secret the user must create or fix (not a transient error).
+type kubeconfigError struct{ msg string }
+
+func (e *kubeconfigError) Error() string { return e.msg }
+
+func (r *Reconciler) reader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// failedReason is the reason of the Failed condition of a failed migration ("" otherwise).
+func failedReason(m *migrationv1alpha1.CloudProviderMigration) string {
+	if c := meta.FindStatusCondition(m.Status.Conditions, migration.ConditionFailed); m.Status.Phase == migrationv1alpha1.PhaseFailed && c != nil && c.Status == metav1.ConditionTrue {
+		return c.Reason
+	}
+	return ""
 }
 
 // recordStep emits an Event for a persisted step transition: `kubectl describe` and event
@@ -203,20 +276,42 @@ func (r *Reconciler) event(m *migrationv1alpha1.CloudProviderMigration, typ, rea
 	}
 }
 
-// terminal records a configuration problem the user must fix; retrying cannot help.
+// terminal records a configuration problem the user must fix; retrying cannot help (a watch
+// brings the object back when the fix lands).
 func (r *Reconciler) terminal(ctx context.Context, m *migrationv1alpha1.CloudProviderMigration, reason, msg string) error {
-	meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: migration.ConditionFailed, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: m.Generation})
-	m.Status.Phase = migrationv1alpha1.PhaseFailed
-	if err := r.Client.Status().Update(ctx, m); err != nil && !apierrors.IsConflict(err) {
-		return fmt.Errorf("update status: %w", err)
+	if err := r.updateStatus(ctx, m, func(s *migrationv1alpha1.CloudProviderMigrationStatus) {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: migration.ConditionFailed, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: m.Generation})
+		s.Phase = migrationv1alpha1.PhaseFailed
+	}); err != nil {
+		return err // retried: the condition must land
 	}
 	return reconcile.TerminalError(errors.New(msg))
+}
+
+// updateStatus applies mutate to m's status and writes it. On a conflict it re-reads m and
+// applies mutate again, so the change is never dropped by a concurrent write.
+func (r *Reconciler) updateStatus(ctx context.Context, m *migrationv1alpha1.CloudProviderMigration, mutate func(*migrationv1alpha1.CloudProviderMigrationStatus)) error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		mutate(&m.Status)
+		err := r.Client.Status().Update(ctx, m)
+		if apierrors.IsConflict(err) {
+			if gerr := r.reader().Get(ctx, client.ObjectKeyFromObject(m), m); gerr != nil {
+				return gerr
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("update CloudProviderMigration %s status: %w", client.ObjectKeyFromObject(m), err)
+	}
+	return nil
 }
 
 // statusStore persists the engine state in the object's status; each Save is a status update,
 // so a restarted controller resumes from it.
 type statusStore struct {
 	client client.Client
+	reader client.Reader
 	obj    *migrationv1alpha1.CloudProviderMigration
 }
 
@@ -224,10 +319,30 @@ func (s *statusStore) Load(context.Context) (*migration.State, error) {
 	return &migration.State{Spec: *s.obj.Spec.DeepCopy(), Status: *s.obj.Status.DeepCopy()}, nil
 }
 
+// Save writes st as the status. A conflict caused by a write that left the status alone (an
+// annotation, a label) is retried on the newer object, so a transition (a failure above all)
+// is not lost; if the status itself changed, the state st came from is stale and the error
+// is returned (the reconcile is retried from the stored status).
 func (s *statusStore) Save(ctx context.Context, st *migration.State) error {
-	s.obj.Status = *st.Status.DeepCopy()
-	s.obj.Status.ObservedGeneration = s.obj.Generation
-	if err := s.client.Status().Update(ctx, s.obj); err != nil {
+	base := s.obj.Status.DeepCopy() // the status st was derived from
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		s.obj.Status = *st.Status.DeepCopy()
+		s.obj.Status.ObservedGeneration = s.obj.Generation
+		err := s.client.Status().Update(ctx, s.obj)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		fresh := &migrationv1alpha1.CloudProviderMigration{}
+		if gerr := s.reader.Get(ctx, client.ObjectKeyFromObject(s.obj), fresh); gerr != nil {
+			return gerr
+		}
+		if !equality.Semantic.DeepEqual(fresh.Status, *base) {
+			return fmt.Errorf("status changed by another writer: %v", err) // not retried as a conflict
+		}
+		*s.obj = *fresh
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("update CloudProviderMigration %s status: %w", client.ObjectKeyFromObject(s.obj), err)
 	}
 	return nil

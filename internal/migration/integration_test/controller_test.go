@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,6 +42,12 @@ type controllerRun struct {
 // limited to ns so parallel tests' managers do not reconcile each other's migrations.
 func startController(t *testing.T, ctx context.Context, ns string, r *controller.Reconciler) *controllerRun {
 	t.Helper()
+	return startControllerWith(t, ctx, ns, r, nil)
+}
+
+// startControllerWith is startController with the manager's client wrapped by wrap (if set).
+func startControllerWith(t *testing.T, ctx context.Context, ns string, r *controller.Reconciler, wrap func(client.Client) client.Client) *controllerRun {
+	t.Helper()
 	mgr, err := ctrl.NewManager(full.Config, ctrl.Options{
 		Scheme:     server.Scheme(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -50,6 +58,9 @@ func startController(t *testing.T, ctx context.Context, ns string, r *controller
 		t.Fatal(err)
 	}
 	r.Client = mgr.GetClient()
+	if wrap != nil {
+		r.Client = wrap(r.Client)
+	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +372,7 @@ func TestControllerTerminalErrors(t *testing.T) {
 			withSecret: true, reason: controller.ReasonUnsupported, msg: "spec.clusterRef"},
 		{name: "kubeconfig Secret missing", spec: migrationv1alpha1.CloudProviderMigrationSpec{Distribution: migrationv1alpha1.DistributionRKE2,
 			ClusterRef: &migrationv1alpha1.ClusterReference{Namespace: "NS", Name: "prod"}},
-			reason: controller.ReasonKubeconfigUnavailable, msg: "get kubeconfig Secret NS/downstream"},
+			reason: controller.ReasonKubeconfigUnavailable, msg: "kubeconfig Secret NS/downstream not found: create it"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -386,4 +397,123 @@ func TestControllerTerminalErrors(t *testing.T) {
 			wantCondition(t, m, migration.ConditionFailed, metav1.ConditionTrue, tc.reason, strings.ReplaceAll(tc.msg, "NS", e.ns))
 		})
 	}
+}
+
+// flakyReader fails the first n Secret reads with a transient API error (the API server
+// briefly unavailable).
+type flakyReader struct {
+	client.Reader
+	n atomic.Int32
+}
+
+func (f *flakyReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok && f.n.Add(-1) >= 0 {
+		return apierrors.NewServiceUnavailable("injected: the API server is restarting")
+	}
+	return f.Reader.Get(ctx, key, obj, opts...)
+}
+
+// conflictOnce makes the first status write carrying a Failed condition fail with a
+// Conflict, as when another writer updated the object since it was read.
+type conflictOnce struct {
+	client.Client
+	done atomic.Bool
+}
+
+func (c *conflictOnce) Status() client.SubResourceWriter {
+	return &conflictStatus{SubResourceWriter: c.Client.Status(), c: c}
+}
+
+type conflictStatus struct {
+	client.SubResourceWriter
+	c *conflictOnce
+}
+
+func (s *conflictStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if m, ok := obj.(*migrationv1alpha1.CloudProviderMigration); ok && meta.IsStatusConditionTrue(m.Status.Conditions, migration.ConditionFailed) && s.c.done.CompareAndSwap(false, true) {
+		return apierrors.NewConflict(migrationv1alpha1.GroupVersion.WithResource("cloudprovidermigrations").GroupResource(), m.Name, errors.New("injected: the object has been modified"))
+	}
+	return s.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+// TestControllerKubeconfigAndConflicts: a transient error reading the kubeconfig Secret is
+// retried, not a failure; a migration created before its Secret starts when the Secret is
+// created (the Secret is watched); a conflicting status write does not lose a Failed condition.
+func TestControllerKubeconfigAndConflicts(t *testing.T) {
+	t.Parallel()
+	rke2Spec := func(e *env) migrationv1alpha1.CloudProviderMigrationSpec {
+		return migrationv1alpha1.CloudProviderMigrationSpec{Distribution: migrationv1alpha1.DistributionRKE2,
+			ClusterRef: &migrationv1alpha1.ClusterReference{Namespace: e.key.Namespace, Name: e.key.Name}}
+	}
+	// succeeded waits until the migration finished, a failure for want of its kubeconfig aside.
+	succeeded := func(t *testing.T, key types.NamespacedName) {
+		t.Helper()
+		m, err := waitMigration(t.Context(), key, 2*time.Minute, func(m *migrationv1alpha1.CloudProviderMigration) bool {
+			c := meta.FindStatusCondition(m.Status.Conditions, migration.ConditionFailed)
+			return finished(m) && (c == nil || c.Reason != controller.ReasonKubeconfigUnavailable)
+		})
+		if err != nil {
+			t.Fatalf("%v (status %+v)", err, m.Status)
+		}
+		if m.Status.Phase != migrationv1alpha1.PhaseSucceeded {
+			t.Fatalf("phase %s, want Succeeded: %+v", m.Status.Phase, m.Status.Conditions)
+		}
+		if c := meta.FindStatusCondition(m.Status.Conditions, migration.ConditionFailed); c != nil {
+			t.Errorf("Failed condition left after success: %+v", c)
+		}
+	}
+
+	t.Run("transient Secret read error is retried", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, envOpts{rke2: true})
+		key := e.createMigration(t, rke2Spec(e), true)
+		r := e.reconciler(time.Minute, &counter{})
+		flaky := &flakyReader{Reader: full.Client}
+		flaky.n.Store(3)
+		r.APIReader = flaky
+		startController(t, t.Context(), e.ns, r)
+		succeeded(t, key)
+		if n := flaky.n.Load(); n >= 0 {
+			t.Fatalf("%d injected errors left unused", n+1)
+		}
+	})
+
+	t.Run("Secret created after the migration", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, envOpts{rke2: true})
+		key := e.createMigration(t, rke2Spec(e), false)
+		startController(t, t.Context(), e.ns, e.reconciler(time.Minute, &counter{}))
+		m, err := waitMigration(t.Context(), key, 30*time.Second, func(m *migrationv1alpha1.CloudProviderMigration) bool {
+			return meta.FindStatusCondition(m.Status.Conditions, migration.ConditionFailed) != nil
+		})
+		if err != nil {
+			t.Fatalf("%v (status %+v)", err, m.Status)
+		}
+		wantCondition(t, m, migration.ConditionFailed, metav1.ConditionTrue, controller.ReasonKubeconfigUnavailable, "not found: create it")
+		// The manager's resync is hours away: only the Secret's watch can start it now.
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "downstream"}, Data: map[string][]byte{"value": kubeconfig(t)}}
+		if err := full.Client.Create(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		succeeded(t, key)
+	})
+
+	t.Run("Failed condition survives a status conflict", func(t *testing.T) {
+		t.Parallel()
+		e := &env{ns: full.Namespace(t)}
+		key := e.createMigration(t, migrationv1alpha1.CloudProviderMigrationSpec{Distribution: migrationv1alpha1.DistributionRKE1}, true)
+		wrapped := &conflictOnce{}
+		startControllerWith(t, t.Context(), e.ns, &controller.Reconciler{Namespace: e.ns}, func(c client.Client) client.Client {
+			wrapped.Client = c
+			return wrapped
+		})
+		m, err := waitMigration(t.Context(), key, 30*time.Second, finished)
+		if err != nil {
+			t.Fatalf("%v (status %+v)", err, m.Status)
+		}
+		if !wrapped.done.Load() {
+			t.Fatal("no conflict was injected")
+		}
+		wantCondition(t, m, migration.ConditionFailed, metav1.ConditionTrue, controller.ReasonUnsupported, "drover migrate cloud-provider apply --distribution rke1")
+	})
 }
