@@ -214,6 +214,21 @@ func (e *Engine) Advance(ctx context.Context) (Progress, error) {
 		return Progress{}, e.save(ctx, st, i)
 	case migrationv1alpha1.StepApplied:
 		err := e.verify(ctx, st, i, p)
+		if err == nil && i == StepSwitchProvider {
+			var bumped bool
+			if bumped, err = e.bumpVersion(ctx, p); err == nil && bumped {
+				// Verified again once applied: the step succeeds with the new version.
+				msg := fmt.Sprintf("Provider switch verified; Kubernetes %s written, waiting for the distribution to apply it", p.KubernetesVersion)
+				log.Info("Kubernetes version written after the verified switch", "version", p.KubernetesVersion)
+				s.Message = msg
+				setCondition(&st.Status, ConditionProgressing, true, ReasonWaiting, msg)
+				if err := e.save(ctx, st, -1); err != nil {
+					return Progress{}, err
+				}
+				pending = true
+				return Progress{Wait: e.poll(), Msg: msg}, nil
+			}
+		}
 		if err == nil {
 			s.Phase, s.FinishedAt, s.Message = migrationv1alpha1.StepSucceeded, e.stamp(), ""
 			log.Info("Step verified")

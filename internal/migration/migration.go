@@ -8,6 +8,7 @@ package migration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -62,11 +63,17 @@ type Backend interface {
 	// Read returns the current document.
 	Read(ctx context.Context) ([]byte, error)
 	// Write stores doc and starts applying it. Writing the current document again is a no-op.
+	// doc is derived from the last Read: a backend whose document others edit too (a live
+	// object) returns an error wrapping ErrConflict if it changed since, rather than overwrite
+	// that edit; the caller reads again and re-applies its change.
 	Write(ctx context.Context, doc []byte) error
 	// Applied reports whether the last written document has been applied; msg says what is
 	// pending otherwise.
 	Applied(ctx context.Context) (ok bool, msg string, err error)
 }
+
+// ErrConflict means the document changed since the Read a written document was derived from.
+var ErrConflict = errors.New("the configuration changed since it was read")
 
 // Distribution is one distribution's document format and behaviour.
 type Distribution interface {

@@ -80,7 +80,7 @@ func (e *Engine) Plan(ctx context.Context, spec migrationv1alpha1.CloudProviderM
 			ps.Verifies = slices.DeleteFunc(slices.Clone(ps.Verifies), func(v string) bool { return strings.HasPrefix(v, "kube-controller-manager runs with") })
 		}
 		if i == StepSwitchProvider && p.KubernetesVersion != "" {
-			ps.Action += ", and set Kubernetes " + p.KubernetesVersion
+			ps.Action += ", then, once the switch is verified, set Kubernetes " + p.KubernetesVersion
 		}
 		if i == StepSwitchProvider && !p.LeaderMigration {
 			ps.Action += ", and install the aws-cloud-controller-manager chart (downtime until it runs)"

@@ -53,7 +53,13 @@ func (e *Engine) Rollback(ctx context.Context) error {
 		return err
 	}
 	log.Info("Restoring the original configuration")
-	if err := e.Dist.Write(ctx, []byte(st.Status.Facts.OriginalConfig)); err != nil {
+	// The original replaces whatever is there now, edits made since the migration included.
+	if err := retryOnConflict(func() error {
+		if _, err := e.Dist.Read(ctx); err != nil {
+			return err
+		}
+		return e.Dist.Write(ctx, []byte(st.Status.Facts.OriginalConfig))
+	}); err != nil {
 		return err
 	}
 	started := func(i int) bool { return st.Status.Steps[i].StartedAt != nil }

@@ -2,8 +2,11 @@ package migration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"k8s.io/client-go/util/retry"
 
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 	"github.com/droverhq/drover/internal/migration/checks"
@@ -98,7 +101,13 @@ func (e *Engine) action(ctx context.Context, st *State, i int, p Params) error {
 		}
 		return nil
 	}
-	if err := e.editAndWrite(ctx, i, p); err != nil {
+	edit := p
+	if i == StepSwitchProvider {
+		// The version is written only once the switch is verified (bumpVersion): until then
+		// the configuration stays below 1.27, where a failed switch can still be rolled back.
+		edit.KubernetesVersion = ""
+	}
+	if err := e.editAndWrite(ctx, i, edit); err != nil {
 		return err
 	}
 	if inst == nil {
@@ -113,16 +122,45 @@ func (e *Engine) action(ctx context.Context, st *State, i int, p Params) error {
 	return nil
 }
 
+// editAndWrite reads the document, makes step i's edit and writes it; if someone else changed
+// the document in between, it reads it again and re-applies the edit, keeping their change.
 func (e *Engine) editAndWrite(ctx context.Context, i int, p Params) error {
+	return retryOnConflict(func() error {
+		doc, err := e.Dist.Read(ctx)
+		if err != nil {
+			return err
+		}
+		next, err := e.Dist.Edit(doc, i, p)
+		if err != nil {
+			return fmt.Errorf("edit configuration: %w", err)
+		}
+		return e.Dist.Write(ctx, next)
+	})
+}
+
+func retryOnConflict(fn func() error) error {
+	return retry.OnError(retry.DefaultRetry, func(err error) bool { return errors.Is(err, ErrConflict) }, fn)
+}
+
+// bumpVersion writes the target Kubernetes version after a verified provider switch and
+// reports whether it wrote it (false: already configured, or no target).
+func (e *Engine) bumpVersion(ctx context.Context, p Params) (bool, error) {
+	if p.KubernetesVersion == "" {
+		return false, nil
+	}
 	doc, err := e.Dist.Read(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
-	next, err := e.Dist.Edit(doc, i, p)
+	info, err := e.Dist.Inspect(doc)
 	if err != nil {
-		return fmt.Errorf("edit configuration: %w", err)
+		return false, err
 	}
-	return e.Dist.Write(ctx, next)
+	if info.KubernetesVersion == p.KubernetesVersion {
+		return false, nil
+	}
+	// The switch's edit again, now with the version: idempotent, so only the version changes.
+	return true, e.editAndWrite(ctx, StepSwitchProvider, p)
 }
 
 func (e *Engine) recordFacts(ctx context.Context, st *State) error {

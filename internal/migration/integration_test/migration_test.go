@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 	"github.com/droverhq/drover/internal/migration"
+	"github.com/droverhq/drover/internal/migration/rke2"
 	"github.com/droverhq/drover/test/distsim"
 )
 
@@ -21,16 +25,18 @@ func TestMigrateEndToEnd(t *testing.T) {
 		rke2    bool
 		lm      bool
 		version string
-		applies int // configuration applications by the distribution (rke2: + the initial one)
+		// applies counts configuration applications by the distribution (rke2: + the initial
+		// one); a version bump is its own, written after the verified switch.
+		applies int
 	}{
 		{"rke2-leader-migration", true, true, "", 5},
-		{"rke2-leader-migration-bump", true, true, "v1.27.16+rke2r1", 5},
+		{"rke2-leader-migration-bump", true, true, "v1.27.16+rke2r1", 6},
 		{"rke2-no-leader-migration", true, false, "", 2},
-		{"rke2-no-leader-migration-bump", true, false, "v1.27.16+rke2r1", 2},
+		{"rke2-no-leader-migration-bump", true, false, "v1.27.16+rke2r1", 3},
 		{"rke1-leader-migration", false, true, "", 4},
-		{"rke1-leader-migration-bump", false, true, "v1.27.16-rancher1-1", 4},
+		{"rke1-leader-migration-bump", false, true, "v1.27.16-rancher1-1", 5},
 		{"rke1-no-leader-migration", false, false, "", 2},
-		{"rke1-no-leader-migration-bump", false, false, "v1.27.16-rancher1-1", 2},
+		{"rke1-no-leader-migration-bump", false, false, "v1.27.16-rancher1-1", 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,13 +245,21 @@ func TestMisbehaviourStopsAndRollsBack(t *testing.T) {
 		// here) fails it; other failures are found at once, and the earlier steps must not
 		// time out on a loaded machine.
 		waits bool
+		// version is the target Kubernetes version (a bump with the switch); failedGolden, if
+		// set, is the golden document at the failure (the switch made, the version not).
+		version, failedGolden string
 	}{
-		{"lease never acquired", true, distsim.NeverAcquireLease, migration.StepEnableLeaderMigration, "Lease NS/cloud-provider-extraction-migration does not exist yet", true},
-		{"daemonset never ready", true, distsim.DaemonSetNeverReady, migration.StepInstallCCM, "runs on 0 nodes, want every control-plane node (2)", true},
-		{"node renamed", true, distsim.RenameNode, migration.StepSwitchProvider, "re-registered as NS-worker-2", false},
-		{"providerID missing", false, distsim.DropProviderID, migration.StepSwitchProvider, `has ProviderID "", was "aws:///us-west-2a/`, false},
-		{"lease never acquired rke1", false, distsim.NeverAcquireLease, migration.StepEnableLeaderMigration, "does not exist yet", true},
-		{"load balancer sync fails", true, distsim.LoadBalancerSyncFails, migration.StepSwitchProvider, "LoadBalancer Service NS/web: SyncLoadBalancerFailed after the switch (Error syncing load balancer: failed to ensure load balancer: AccessDenied", false},
+		{"lease never acquired", true, distsim.NeverAcquireLease, migration.StepEnableLeaderMigration, "Lease NS/cloud-provider-extraction-migration does not exist yet", true, "", ""},
+		{"daemonset never ready", true, distsim.DaemonSetNeverReady, migration.StepInstallCCM, "runs on 0 nodes, want every control-plane node (2)", true, "", ""},
+		{"node renamed", true, distsim.RenameNode, migration.StepSwitchProvider, "re-registered as NS-worker-2", false, "", ""},
+		{"providerID missing", false, distsim.DropProviderID, migration.StepSwitchProvider, `has ProviderID "", was "aws:///us-west-2a/`, false, "", ""},
+		{"lease never acquired rke1", false, distsim.NeverAcquireLease, migration.StepEnableLeaderMigration, "does not exist yet", true, "", ""},
+		{"load balancer sync fails", true, distsim.LoadBalancerSyncFails, migration.StepSwitchProvider, "LoadBalancer Service NS/web: SyncLoadBalancerFailed after the switch (Error syncing load balancer: failed to ensure load balancer: AccessDenied", false, "", ""},
+		// A failed switch with a version bump is still below 1.27, so it rolls back.
+		{"node renamed with version bump", true, distsim.RenameNode, migration.StepSwitchProvider, "re-registered as NS-worker-2", false,
+			"v1.27.16+rke2r1", "rke2-leader-migration-bump.failed-switch.yaml"},
+		{"providerID missing with version bump", false, distsim.DropProviderID, migration.StepSwitchProvider, `has ProviderID "", was "aws:///us-west-2a/`, false,
+			"v1.27.16-rancher1-1", "rke1-leader-migration-bump.failed-switch.yaml"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -261,7 +275,7 @@ func TestMisbehaviourStopsAndRollsBack(t *testing.T) {
 				timeout = 5 * time.Second
 			}
 			eng := e.engine(&migration.MemoryStore{}, timeout)
-			if err := eng.Init(ctx, spec(true, "")); err != nil {
+			if err := eng.Init(ctx, spec(true, tc.version)); err != nil {
 				t.Fatal(err)
 			}
 			err = eng.Run(ctx)
@@ -269,6 +283,13 @@ func TestMisbehaviourStopsAndRollsBack(t *testing.T) {
 			want := strings.ReplaceAll(tc.want, "NS", e.ns)
 			if !errors.As(err, &fe) || fe.Step != tc.step || !strings.Contains(fe.Msg, want) {
 				t.Fatalf("got %v, want step %d failing with %q", err, tc.step, want)
+			}
+			if tc.failedGolden != "" {
+				doc, err := e.dist.Read(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden(t, tc.failedGolden, e.normalize(doc))
 			}
 			if err := eng.Rollback(ctx); err != nil {
 				t.Fatal(err)
@@ -308,5 +329,67 @@ func TestRollbackRefusedAt127(t *testing.T) {
 	err := eng.Rollback(ctx)
 	if err == nil || !strings.Contains(err.Error(), "no in-tree AWS provider") {
 		t.Fatalf("rollback at 1.27: %v, want a refusal", err)
+	}
+}
+
+// racingDist edits the provisioning Cluster behind the engine's back (another field) between
+// the engine's read of the document and its write, the first time step is edited.
+type racingDist struct {
+	migration.Distribution
+	step int
+	edit func() error
+	once sync.Once
+	err  error
+}
+
+func (r *racingDist) Edit(doc []byte, step int, p migration.Params) ([]byte, error) {
+	if step == r.step {
+		r.once.Do(func() { r.err = r.edit() })
+	}
+	return r.Distribution.Edit(doc, step, p)
+}
+
+// TestConcurrentEditKept: an edit of the provisioning Cluster made while a step edits it (the
+// user's, or Rancher's) is kept, and the step's own edit is made on top of it.
+func TestConcurrentEditKept(t *testing.T) {
+	t.Parallel()
+	const field, value = "defaultPodSecurityAdmissionConfigurationTemplateName", "rancher-restricted"
+	for _, step := range []int{migration.StepEnableLeaderMigration, migration.StepSwitchProvider} {
+		t.Run(migration.StepNames[step], func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			e := newEnv(t, envOpts{rke2: true})
+			race := &racingDist{Distribution: e.dist, step: step, edit: func() error {
+				u := &unstructured.Unstructured{}
+				u.SetGroupVersionKind(rke2.ClusterGVK)
+				if err := full.Client.Get(ctx, e.key, u); err != nil {
+					return err
+				}
+				if err := unstructured.SetNestedField(u.Object, value, "spec", field); err != nil {
+					return err
+				}
+				return full.Client.Update(ctx, u)
+			}}
+			e.dist = race
+			eng := e.engine(&migration.MemoryStore{}, time.Minute)
+			if err := eng.Init(ctx, spec(true, "")); err != nil {
+				t.Fatal(err)
+			}
+			if err := eng.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if race.err != nil {
+				t.Fatalf("concurrent edit: %v", race.err)
+			}
+			doc, err := e.dist.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := "  " + field + ": " + value + "\n"
+			if !strings.Contains(string(doc), line) {
+				t.Fatalf("the concurrent edit (%s) was lost:\n%s", strings.TrimSpace(line), doc)
+			}
+			golden(t, "rke2-leader-migration.final.yaml", e.normalize([]byte(strings.Replace(string(doc), line, "", 1))))
+		})
 	}
 }

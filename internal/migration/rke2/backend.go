@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -18,11 +20,15 @@ import (
 var ClusterGVK = schema.GroupVersionKind{Group: "provisioning.cattle.io", Version: "v1", Kind: "Cluster"}
 
 // Object is the live provisioning Cluster: the document is apiVersion, kind, name, namespace
-// and spec; writes replace the spec.
+// and spec; writes replace the spec, only if it is still the one last read (the user or
+// Rancher may edit the Cluster during the migration). Not for concurrent use.
 type Object struct {
 	Editor
 	Client client.Client
 	Key    types.NamespacedName
+
+	// read is the spec the last Read returned or the last Write stored (nil: none yet).
+	read any
 }
 
 func (o *Object) get(ctx context.Context) (*unstructured.Unstructured, error) {
@@ -40,6 +46,7 @@ func (o *Object) Read(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.read = runtime.DeepCopyJSONValue(u.Object["spec"])
 	doc := map[string]any{
 		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
 		"metadata": map[string]any{"name": u.GetName(), "namespace": u.GetNamespace()},
@@ -52,20 +59,32 @@ func (o *Object) Read(ctx context.Context) ([]byte, error) {
 	return out, nil
 }
 
-// Write replaces the Cluster's spec with the document's.
+// Write replaces the Cluster's spec with the document's, if the spec is still the one last
+// read: otherwise (or on a conflicting update) it returns migration.ErrConflict, so the edit
+// is made again on the current spec rather than overwrite a concurrent one. Status and
+// metadata changes since the read (Rancher's own) do not count.
 func (o *Object) Write(ctx context.Context, doc []byte) error {
 	var m map[string]any
 	if err := sigsyaml.Unmarshal(doc, &m); err != nil {
 		return fmt.Errorf("parse Cluster document: %w", err)
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := o.get(ctx)
-		if err != nil {
-			return err
+	u, err := o.get(ctx)
+	if err != nil {
+		return err
+	}
+	if o.read != nil && !equality.Semantic.DeepEqual(u.Object["spec"], o.read) {
+		return fmt.Errorf("provisioning Cluster %s: spec edited since it was read: %w", o.Key, migration.ErrConflict)
+	}
+	u.Object["spec"] = m["spec"]
+	// The update carries the resourceVersion of the get: a change in between is a conflict.
+	if err := o.Client.Update(ctx, u); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("provisioning Cluster %s: %w", o.Key, migration.ErrConflict)
 		}
-		u.Object["spec"] = m["spec"]
-		return o.Client.Update(ctx, u)
-	})
+		return fmt.Errorf("update provisioning Cluster %s: %w", o.Key, err)
+	}
+	o.read = runtime.DeepCopyJSONValue(u.Object["spec"])
+	return nil
 }
 
 // Applied reports whether Rancher has reconciled the latest spec: observedGeneration caught up
