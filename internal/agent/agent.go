@@ -58,6 +58,9 @@ type Options struct {
 	RetryMin, RetryMax time.Duration
 	// RequestTokenTTL is the lifetime asked for when renewing the request token (default 24h).
 	RequestTokenTTL time.Duration
+	// RenewalTokenTTL is the lifetime asked for when refreshing the renewal identity's token
+	// (default 30 days): an agent offline for longer needs a new bootstrap.
+	RenewalTokenTTL time.Duration
 	// DriftInterval is how often applied resources are checked for drift (default 30s).
 	DriftInterval time.Duration
 }
@@ -135,6 +138,10 @@ type agent struct {
 	down client.Client
 }
 
+func (a *agent) registerOptions() register.Options {
+	return register.Options{Downstream: a.down, Namespace: a.o.Namespace, ClientID: a.o.ClientID, Labels: a.o.Labels, RenewalTokenTTL: a.o.RenewalTokenTTL}
+}
+
 // loop registers and works; after a failure it backs off exponentially, so an agent that cannot
 // register (revoked credential, no bootstrap secret) waits instead of hammering anything.
 func (a *agent) loop(ctx context.Context) error {
@@ -142,7 +149,7 @@ func (a *agent) loop(ctx context.Context) error {
 	delay, attempts := a.o.RetryMin, 0
 	for ctx.Err() == nil {
 		attempts++
-		cred, err := register.Ensure(ctx, register.Options{Downstream: a.down, Namespace: a.o.Namespace, ClientID: a.o.ClientID, Labels: a.o.Labels})
+		cred, err := register.Ensure(ctx, a.registerOptions())
 		if err == nil {
 			a.report(ctx, fleetv1alpha1.ReasonRegistered, "Registered as cluster "+cred.ClusterNamespace+"/"+cred.ClusterName, attempts)
 			delay, attempts = a.o.RetryMin, 0
@@ -191,8 +198,9 @@ func (a *agent) work(ctx context.Context, cred *register.Credential) error {
 		RecordNamespace: a.o.Namespace, DeploymentNamespace: cred.DeploymentNamespace, DriftInterval: a.o.DriftInterval}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	go func() { errs <- mgr.Start(ctx) }()
+	go func() { errs <- a.watchBootstrap(ctx, cred) }()
 	go func() {
 		errs <- heartbeat.Run(ctx, mgr.GetClient(), mgr.GetAPIReader(), cred.ClusterNamespace, cred.ClusterName, a.o.Namespace, cred.DeploymentNamespace, a.o.HeartbeatInterval)
 	}()
@@ -204,7 +212,9 @@ func (a *agent) work(ctx context.Context, cred *register.Credential) error {
 	return err
 }
 
-// renew replaces the request token after half its lifetime.
+// renew replaces the request token after half its lifetime (and, when due, the renewal
+// identity's token). A rejected renewal ends the work: the loop then registers again with the
+// renewal identity.
 func (a *agent) renew(ctx context.Context, cred *register.Credential) error {
 	for {
 		wait := time.Hour
@@ -218,12 +228,39 @@ func (a *agent) renew(ctx context.Context, cred *register.Credential) error {
 			return nil
 		case <-t.C:
 		}
-		if err := cred.Renew(ctx, register.Options{Downstream: a.down, Namespace: a.o.Namespace}, a.o.RequestTokenTTL); err != nil {
+		if err := cred.Renew(ctx, a.registerOptions(), a.o.RequestTokenTTL); err != nil {
 			if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 				return err
 			}
 			ctrl.LoggerFrom(ctx).Error(err, "Renewing request token, retrying")
 			cred.Expiry = time.Now().Add(2 * time.Minute) // retry in a minute
+		}
+	}
+}
+
+// watchBootstrap ends the work when a bootstrap secret appears that points to another API server
+// URL or CA than the credential (a Helm upgrade after the management endpoint moved): the loop
+// then moves there (register.Ensure), even if the old endpoint no longer answers.
+func (a *agent) watchBootstrap(ctx context.Context, cred *register.Credential) error {
+	t := time.NewTicker(a.o.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		boot := &corev1.Secret{}
+		err := a.down.Get(ctx, client.ObjectKey{Namespace: a.o.Namespace, Name: manifests.BootstrapSecret}, boot)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			ctrl.LoggerFrom(ctx).Error(err, "Reading bootstrap secret")
+			continue
+		}
+		if cred.Moved(boot.Data) {
+			return errors.New("the bootstrap secret points to another management API server URL or CA: moving there")
 		}
 	}
 }

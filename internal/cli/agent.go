@@ -43,6 +43,7 @@ func newAgentCommand() *cobra.Command {
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one active replica")
 	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 0, "check-in interval (default 1m)")
 	f.DurationVar(&opts.DriftInterval, "drift-interval", 0, "how often applied resources are checked for drift (default 30s)")
+	f.DurationVar(&opts.RenewalTokenTTL, "renewal-token-ttl", 0, "lifetime asked for when renewing the renewal identity's token: how long the agent may be offline and still re-register on its own (default 720h)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	cmd.AddCommand(newAgentInstallCommand())
 	return cmd
@@ -51,6 +52,7 @@ func newAgentCommand() *cobra.Command {
 func newAgentInstallCommand() *cobra.Command {
 	var (
 		token, namespace, kubeconfig, ns, image, clientID string
+		rbacNamespaces                                    []string
 	)
 	cmd := &cobra.Command{
 		Use:   "install --token <name>",
@@ -79,7 +81,8 @@ pipe the output to 'kubectl apply -f -' against the downstream cluster.`,
 			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: tok.Status.SecretName}, s); err != nil {
 				return fmt.Errorf("get token values: %w", err)
 			}
-			objs, err := manifests.Objects(manifests.Options{Namespace: namespace, Image: image, ClientID: clientID, Bootstrap: s.Data})
+			objs, err := manifests.Objects(manifests.Options{Namespace: namespace, Image: image, ClientID: clientID, Bootstrap: s.Data,
+				RBAC: manifests.RBAC{Namespaces: rbacNamespaces}})
 			if err != nil {
 				return err
 			}
@@ -98,6 +101,7 @@ pipe the output to 'kubectl apply -f -' against the downstream cluster.`,
 	f.StringVar(&namespace, "agent-namespace", manifests.DefaultNamespace, "downstream agent namespace")
 	f.StringVar(&image, "image", manifests.DefaultImage(), "agent image (default: this drover's version)")
 	f.StringVar(&clientID, "client-id", "", "clientID (default: the downstream kube-system namespace UID)")
+	f.StringSliceVar(&rbacNamespaces, "rbac-namespace", nil, "namespaced mode: let the agent apply resources only in these namespaces (repeatable; default: the whole cluster)")
 	_ = cmd.MarkFlagRequired("token")
 	return cmd
 }

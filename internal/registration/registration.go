@@ -29,6 +29,10 @@ type Options struct {
 	AllowTokensWithoutTTL bool
 	// RequestTokenTTL is the lifetime of request tokens (default 24h; agents renew them).
 	RequestTokenTTL time.Duration
+	// RenewalTokenTTL is the lifetime of the agents' renewal identity tokens (register-only;
+	// default 30 days, agents renew them): how long an agent may be offline and still come back
+	// without a new bootstrap.
+	RenewalTokenTTL time.Duration
 	// LocalConfig, when set, registers the management cluster itself as "local".
 	LocalConfig *rest.Config
 	// RegistrationWorkers is the number of concurrent grants (default 128).
@@ -51,10 +55,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c client.Client, opts Options)
 	if err := (&token.Reconciler{Client: mc, APIReader: reader, Config: opts.Config, AllowNoTTL: opts.AllowTokensWithoutTTL}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up token controller: %w", err)
 	}
-	if err := (&cluster.Reconciler{Client: mc}).SetupWithManager(mgr); err != nil {
+	recorder := mgr.GetEventRecorder("drover-registration")
+	if err := (&cluster.Reconciler{Client: mc, APIReader: reader, RequestTokenTTL: opts.RequestTokenTTL, RenewalTokenTTL: opts.RenewalTokenTTL, Recorder: recorder}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up cluster controller: %w", err)
 	}
 	if err := (&clusterregistration.Reconciler{Client: mc, APIReader: reader, RequestTokenTTL: opts.RequestTokenTTL, MaxConcurrentReconciles: opts.RegistrationWorkers,
+		RenewalTokenTTL: opts.RenewalTokenTTL, Recorder: recorder,
 		AnswerTTL: opts.AnswerTTL, ReaderWindow: opts.ReaderWindow}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("set up clusterregistration controller: %w", err)
 	}

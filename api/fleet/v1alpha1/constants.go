@@ -52,6 +52,9 @@ const (
 	KeySystemRegistrationNamespace = "systemRegistrationNamespace"
 	KeyClientID                    = "clientID"
 	KeyKubeconfig                  = "value"
+	// KeyRenewalToken is the renewal identity's token (register-only), KeyRenewalTokenExpiry its expiry.
+	KeyRenewalToken       = "renewalToken"
+	KeyRenewalTokenExpiry = "renewalTokenExpiry"
 )
 
 // Condition types.
@@ -62,6 +65,9 @@ const (
 	ConditionImported = "Imported"
 	// ConditionGranted: the registration was granted and its secret written.
 	ConditionGranted = "Granted"
+	// ConditionAgentCredential (Cluster): whether the agent's request credential is current, and
+	// if not, why and how it recovers.
+	ConditionAgentCredential = "AgentCredential"
 	// ConditionApplied: the BundleDeployment's manifests were applied downstream.
 	ConditionApplied = "Applied"
 )
@@ -90,6 +96,18 @@ const (
 	ReasonBootstrapMissing    = "BootstrapSecretMissing"
 	ReasonRegistrationFailed  = "RegistrationFailed"
 	ReasonRegistered          = "Registered"
+	// AgentCredential reasons: the agent checked in within its request token's life; it has not
+	// (the token has expired: it re-registers with its renewal identity when it is back); it has
+	// not within the renewal identity's life either (it needs a new bootstrap); it re-registered.
+	ReasonCredentialCurrent = "Current"
+	ReasonCredentialExpired = "CredentialExpired"
+	ReasonRenewalExpired    = "RenewalExpired"
+	ReasonReregistered      = "Reregistered"
+	// ReasonRebootstrapped (Imported): drover deployed a new bootstrap secret to an imported
+	// cluster whose agent had been away for longer than its renewal identity lives.
+	ReasonRebootstrapped = "Rebootstrapped"
+	// ReasonSecretNameConflict: a registration's legacy-named answer would replace another's.
+	ReasonSecretNameConflict = "SecretNameConflict"
 	// ReasonUnknownKind: a BundleDeployment holds a kind its cluster does not serve yet (a custom
 	// resource whose CRD is not established, or a typo); the agent keeps retrying.
 	ReasonUnknownKind = "UnknownKind"

@@ -55,6 +55,36 @@ type Options struct {
 	Tolerations []corev1.Toleration
 	// Resources of the agent container.
 	Resources *corev1.ResourceRequirements
+	// RBAC is the agent's rights on its own cluster (default: DefaultRules cluster-wide).
+	RBAC RBAC
+}
+
+// RBAC is what the agent may do on its own cluster to apply its BundleDeployments.
+type RBAC struct {
+	// Rules of the agent's ClusterRole (default DefaultRules). The agent needs no non-resource
+	// URLs: discovery is open to every authenticated user.
+	Rules []rbacv1.PolicyRule
+	// Namespaces, when set, grant Rules only in these namespaces (RoleBindings to the
+	// ClusterRole instead of a ClusterRoleBinding): the agent can then apply namespaced
+	// resources there and nothing cluster-scoped. Its own namespace gets a Role for what the
+	// agent keeps there (credential, status, records, leader lease), and it may read the
+	// kube-system namespace (its default clientID is that namespace's UID).
+	Namespaces []string
+}
+
+// DefaultRules let the agent apply any resource: what it deploys is decided upstream.
+func DefaultRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
+}
+
+// selfRules are the agent's rights in its own namespace in namespaced mode.
+func selfRules() []rbacv1.PolicyRule {
+	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: all},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: all},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
 }
 
 // ForCluster are the settings of c's agent that the Cluster spec carries. The importer and the
@@ -80,7 +110,6 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 	meta := func(ns, name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}
 	}
-	clusterRole := Name + "-" + o.Namespace
 	labelsJSON, err := json.Marshal(o.Labels)
 	if err != nil {
 		return nil, fmt.Errorf("encode labels: %w", err)
@@ -88,16 +117,12 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 	objs := []runtime.Object{
 		&corev1.Namespace{TypeMeta: tm("v1", "Namespace"), ObjectMeta: meta("", o.Namespace)},
 		&corev1.ServiceAccount{TypeMeta: tm("v1", "ServiceAccount"), ObjectMeta: meta(o.Namespace, Name)},
-		// The agent applies arbitrary manifests, so downstream it needs broad rights; upstream
-		// its request identity is scoped to its own cluster namespace.
-		&rbacv1.ClusterRole{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: meta("", clusterRole),
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}, {NonResourceURLs: []string{"*"}, Verbs: []string{"*"}}}},
-		&rbacv1.ClusterRoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ObjectMeta: meta("", clusterRole),
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: o.Namespace, Name: Name}}},
+	}
+	objs = append(objs, rbacObjects(o, meta)...)
+	objs = append(objs,
 		&corev1.ConfigMap{TypeMeta: tm("v1", "ConfigMap"), ObjectMeta: meta(o.Namespace, ConfigMap),
 			Data: map[string]string{fleetv1alpha1.KeyClientID: o.ClientID, KeyLabels: string(labelsJSON)}},
-	}
+	)
 	if o.Bootstrap != nil {
 		objs = append(objs, &corev1.Secret{TypeMeta: tm("v1", "Secret"), ObjectMeta: meta(o.Namespace, BootstrapSecret),
 			Type: fleetv1alpha1.SecretTypeAgentBootstrap, Data: o.Bootstrap})
@@ -134,6 +159,40 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// rbacObjects are the agent's downstream rights. The agent applies arbitrary manifests, so by
+// default it has every verb on every resource (upstream its request identity is scoped to its
+// own cluster namespace); o.RBAC narrows that.
+func rbacObjects(o Options, meta func(ns, name string) metav1.ObjectMeta) []runtime.Object {
+	clusterRole := Name + "-" + o.Namespace
+	rules := o.RBAC.Rules
+	if len(rules) == 0 {
+		rules = DefaultRules()
+	}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: o.Namespace, Name: Name}}
+	roleRef := func(kind, name string) rbacv1.RoleRef {
+		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: name}
+	}
+	crTM, crbTM := tm("rbac.authorization.k8s.io/v1", "ClusterRole"), tm("rbac.authorization.k8s.io/v1", "ClusterRoleBinding")
+	objs := []runtime.Object{&rbacv1.ClusterRole{TypeMeta: crTM, ObjectMeta: meta("", clusterRole), Rules: rules}}
+	if len(o.RBAC.Namespaces) == 0 {
+		return append(objs, &rbacv1.ClusterRoleBinding{TypeMeta: crbTM, ObjectMeta: meta("", clusterRole),
+			RoleRef: roleRef("ClusterRole", clusterRole), Subjects: subjects})
+	}
+	identity := clusterRole + "-identity"
+	objs = append(objs,
+		&rbacv1.ClusterRole{TypeMeta: crTM, ObjectMeta: meta("", identity), Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{metav1.NamespaceSystem}, Verbs: []string{"get"}}}},
+		&rbacv1.ClusterRoleBinding{TypeMeta: crbTM, ObjectMeta: meta("", identity), RoleRef: roleRef("ClusterRole", identity), Subjects: subjects},
+		&rbacv1.Role{TypeMeta: tm("rbac.authorization.k8s.io/v1", "Role"), ObjectMeta: meta(o.Namespace, Name), Rules: selfRules()},
+		&rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta(o.Namespace, Name),
+			RoleRef: roleRef("Role", Name), Subjects: subjects})
+	for _, ns := range o.RBAC.Namespaces {
+		objs = append(objs, &rbacv1.RoleBinding{TypeMeta: tm("rbac.authorization.k8s.io/v1", "RoleBinding"), ObjectMeta: meta(ns, clusterRole),
+			RoleRef: roleRef("ClusterRole", clusterRole), Subjects: subjects})
+	}
+	return objs
 }
 
 func resources(r *corev1.ResourceRequirements) corev1.ResourceRequirements {

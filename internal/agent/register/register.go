@@ -5,6 +5,7 @@
 package register
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -67,6 +68,9 @@ type Options struct {
 	Labels map[string]string
 	// WaitTimeout bounds the wait for the registration secret (default 30m).
 	WaitTimeout time.Duration
+	// RenewalTokenTTL is the lifetime asked for when refreshing the renewal identity's token
+	// (default 30 days); Renew refreshes it once less than half of that is left.
+	RenewalTokenTTL time.Duration
 }
 
 // Credential is a working request identity.
@@ -76,9 +80,15 @@ type Credential struct {
 	// Registered is true when this call registered (false: the stored credential was reused).
 	Registered bool
 
-	host  string
-	ca    []byte
-	token atomic.Pointer[string]
+	// RenewalExpiry is when the renewal identity's token expires (zero: none).
+	RenewalExpiry time.Time
+
+	host, sysNS string
+	ca          []byte
+	token       atomic.Pointer[string]
+	// renewal is the renewal identity's token: it may only create a ClusterRegistration in the
+	// cluster namespace, which registers this cluster again.
+	renewal string
 }
 
 // Config returns a rest.Config for the request identity; it follows token renewals.
@@ -98,54 +108,133 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// Ensure returns a working credential: the stored one if the management cluster accepts it,
-// else a new one registered with the bootstrap secret.
+// Ensure returns a working credential: the stored one if the management cluster accepts it;
+// else one from a renewal registration with the stored renewal identity (the request token
+// expired while the agent was offline, or was revoked); else one registered with the bootstrap
+// secret. A bootstrap secret whose API server URL or CA differ from the stored credential's
+// means the agent was re-pointed (a Helm upgrade, or drover redeploying an imported agent): the
+// agent then moves there, with its renewal identity if that is still valid.
 func Ensure(ctx context.Context, o Options) (*Credential, error) {
 	if o.WaitTimeout == 0 {
 		o.WaitTimeout = 30 * time.Minute
 	}
 	log := ctrl.LoggerFrom(ctx)
+	var cred *Credential
 	stored := &corev1.Secret{}
 	err := o.Downstream.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: manifests.CredentialSecret}, stored)
 	if client.IgnoreNotFound(err) != nil {
 		return nil, fmt.Errorf("get agent credential secret: %w", err)
 	}
-	revoked := false
 	if err == nil {
-		cred := fromSecret(stored.Data, string(stored.Data[fleetv1alpha1.KeyToken]))
-		switch err := verify(ctx, cred, 0); {
-		case err == nil:
-			log.V(1).Info("Stored credential works: not registering again")
-			return cred, nil
-		case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
-			log.Info("Stored credential was rejected", "reason", err.Error())
-			revoked = true
-		default:
-			// The management cluster may just be unreachable: registering again would not help.
-			return nil, fmt.Errorf("check stored credential: %w", err)
-		}
+		cred = fromSecret(stored.Data, string(stored.Data[fleetv1alpha1.KeyToken]))
 	}
 	boot := &corev1.Secret{}
 	if err := o.Downstream.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: manifests.BootstrapSecret}, boot); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("get bootstrap secret: %w", err)
 		}
-		if revoked {
-			return nil, &Failure{fleetv1alpha1.ReasonCredentialRevoked, errors.New("the stored credential was rejected by the management cluster and there is no bootstrap secret to register again: re-import the cluster or install the agent with a new token")}
+		boot = nil
+	}
+	moved := cred != nil && boot != nil && cred.Moved(boot.Data)
+	rejected := false
+	if cred != nil && !moved {
+		switch err := verify(ctx, cred, 0); {
+		case err == nil:
+			log.V(1).Info("Stored credential works: not registering again")
+			return cred, nil
+		case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
+			log.Info("Stored credential was rejected", "reason", err.Error())
+			rejected = true
+		default:
+			// The management cluster may just be unreachable: registering again would not help.
+			return nil, fmt.Errorf("check stored credential: %w", err)
+		}
+	}
+	if moved {
+		log.Info("Bootstrap secret points to another API server URL or CA: moving there", "apiServerURL", string(boot.Data[fleetv1alpha1.KeyAPIServerURL]))
+	}
+	if cred != nil && cred.renewal != "" {
+		host, ca := cred.host, cred.ca
+		if moved {
+			host, ca = string(boot.Data[fleetv1alpha1.KeyAPIServerURL]), boot.Data[fleetv1alpha1.KeyAPIServerCA]
+		}
+		renewed, err := renewRegistration(ctx, o, cred, host, ca)
+		switch {
+		case err == nil:
+			return finish(ctx, o, renewed, boot)
+		case !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err):
+			return nil, &Failure{fleetv1alpha1.ReasonRegistrationFailed, fmt.Errorf("renewal registration: %w", err)}
+		}
+		log.Info("Renewal identity was rejected", "reason", err.Error())
+	}
+	if boot == nil {
+		if rejected {
+			return nil, &Failure{fleetv1alpha1.ReasonCredentialRevoked, errors.New("the stored credential and its renewal identity were rejected by the management cluster and there is no bootstrap secret to register again: " +
+				"re-import the cluster, or install the agent again with a new token (see the Cluster's AgentCredential condition)")}
 		}
 		return nil, &Failure{fleetv1alpha1.ReasonBootstrapMissing, fmt.Errorf("neither credential nor bootstrap secret %s/%s exists: install the agent with a registration token", o.Namespace, manifests.BootstrapSecret)}
 	}
-	cred, err := register(ctx, o, boot.Data)
+	cred, err = register(ctx, o, boot.Data)
 	if err != nil {
 		return nil, err
 	}
+	return finish(ctx, o, cred, boot)
+}
+
+// Moved reports whether bootstrap values point to another API server URL or CA than c.
+func (c *Credential) Moved(boot map[string][]byte) bool {
+	return string(boot[fleetv1alpha1.KeyAPIServerURL]) != c.host || !bytes.Equal(boot[fleetv1alpha1.KeyAPIServerCA], c.ca)
+}
+
+// finish persists a new credential and deletes the bootstrap secret it was registered (or moved)
+// with: the renewal identity takes over its job.
+func finish(ctx context.Context, o Options, cred *Credential, boot *corev1.Secret) (*Credential, error) {
 	if err := persist(ctx, o, cred); err != nil {
 		return nil, err
 	}
-	if err := o.Downstream.Delete(ctx, boot); client.IgnoreNotFound(err) != nil {
-		return nil, fmt.Errorf("delete bootstrap secret: %w", err)
+	if boot != nil {
+		if err := o.Downstream.Delete(ctx, boot); client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("delete bootstrap secret: %w", err)
+		}
 	}
-	log.Info("Registered", "Cluster", cred.ClusterName, "namespace", cred.DeploymentNamespace)
+	ctrl.LoggerFrom(ctx).Info("Registered", "Cluster", cred.ClusterName, "namespace", cred.DeploymentNamespace)
+	return cred, nil
+}
+
+// renewRegistration registers the cluster again with the renewal identity of old: a
+// ClusterRegistration in its cluster namespace, answered to that identity.
+func renewRegistration(ctx context.Context, o Options, old *Credential, host string, ca []byte) (*Credential, error) {
+	cfg := &rest.Config{Host: host, BearerToken: old.renewal, TLSClientConfig: rest.TLSClientConfig{CAData: ca}, QPS: 5, Burst: 10}
+	c, err := client.New(cfg, client.Options{Scheme: Scheme, Mapper: RESTMapper})
+	if err != nil {
+		return nil, fmt.Errorf("client for renewal identity: %w", err)
+	}
+	clientID, labels, err := identity(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	random := randomHex(32)
+	cr := &fleetv1alpha1.ClusterRegistration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: old.DeploymentNamespace, GenerateName: names.RenewalPrefix,
+			Annotations: map[string]string{names.SecretNameAnnotation: names.SecretNameLengthPrefixed},
+			Finalizers:  []string{RegistrationFinalizer}},
+		Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: random, ClusterLabels: labels},
+	}
+	if err := c.Create(ctx, cr); err != nil {
+		return nil, fmt.Errorf("create renewal ClusterRegistration at %s: %w", host, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Registering again with the renewal identity", "ClusterRegistration", cr.Name)
+	data, err := waitForSecret(ctx, cfg, old.sysNS, names.RegistrationSecretName(clientID, random), o.WaitTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("wait for the answer to %s: %w", cr.Name, err)
+	}
+	d := maps.Clone(data)
+	d[fleetv1alpha1.KeyAPIServerURL], d[fleetv1alpha1.KeyAPIServerCA], d[fleetv1alpha1.KeySystemRegistrationNamespace] = []byte(host), ca, []byte(old.sysNS)
+	cred := fromSecret(d, string(data[fleetv1alpha1.KeyToken]))
+	cred.Registered = true
+	if err := verify(ctx, cred, 30*time.Second); err != nil {
+		return nil, fmt.Errorf("verify request identity: %w", err)
+	}
 	return cred, nil
 }
 
@@ -154,8 +243,13 @@ func fromSecret(d map[string][]byte, token string) *Credential {
 		ClusterName: string(d[fleetv1alpha1.KeyClusterName]), ClusterNamespace: string(d[fleetv1alpha1.KeyClusterNamespace]),
 		DeploymentNamespace: string(d[fleetv1alpha1.KeyDeploymentNamespace]), ServiceAccount: string(d[fleetv1alpha1.KeyServiceAccount]),
 		host: string(d[fleetv1alpha1.KeyAPIServerURL]), ca: d[fleetv1alpha1.KeyAPIServerCA],
+		sysNS: string(d[fleetv1alpha1.KeySystemRegistrationNamespace]), renewal: string(d[fleetv1alpha1.KeyRenewalToken]),
+	}
+	if c.sysNS == "" {
+		c.sysNS = fleetv1alpha1.SystemRegistrationNamespace
 	}
 	c.Expiry, _ = time.Parse(time.RFC3339, string(d[fleetv1alpha1.KeyTokenExpiry]))
+	c.RenewalExpiry, _ = time.Parse(time.RFC3339, string(d[fleetv1alpha1.KeyRenewalTokenExpiry]))
 	c.token.Store(&token)
 	return c
 }
@@ -204,6 +298,8 @@ func register(ctx context.Context, o Options, boot map[string][]byte) (*Credenti
 	random := randomHex(32)
 	cr := &fleetv1alpha1.ClusterRegistration{
 		ObjectMeta: metav1.ObjectMeta{Namespace: workspace, GenerateName: "request-", Labels: map[string]string{fleetv1alpha1.TokenLabel: tokenName},
+			// Answer under the collision-free name (drover answers older agents under the legacy one).
+			Annotations: map[string]string{names.SecretNameAnnotation: names.SecretNameLengthPrefixed},
 			// drover's cleanup finalizer, set here to save the controller a write per registration.
 			Finalizers: []string{RegistrationFinalizer}},
 		Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: random, ClusterLabels: labels},
@@ -218,7 +314,7 @@ func register(ctx context.Context, o Options, boot map[string][]byte) (*Credenti
 		return nil, &Failure{fleetv1alpha1.ReasonRegistrationFailed, fmt.Errorf("wait for registration secret of %s: %w", cr.Name, err)}
 	}
 	d := maps.Clone(data)
-	d[fleetv1alpha1.KeyAPIServerURL], d[fleetv1alpha1.KeyAPIServerCA] = []byte(host), ca
+	d[fleetv1alpha1.KeyAPIServerURL], d[fleetv1alpha1.KeyAPIServerCA], d[fleetv1alpha1.KeySystemRegistrationNamespace] = []byte(host), ca, []byte(sysNS)
 	cred := fromSecret(d, string(data[fleetv1alpha1.KeyToken]))
 	cred.Registered = true
 	if err := verify(ctx, cred, 30*time.Second); err != nil {
@@ -309,26 +405,47 @@ func (c *Credential) data() map[string][]byte {
 		fleetv1alpha1.KeyAPIServerURL: []byte(c.host), fleetv1alpha1.KeyAPIServerCA: c.ca, fleetv1alpha1.KeyToken: []byte(*c.token.Load()),
 		fleetv1alpha1.KeyTokenExpiry: []byte(c.Expiry.UTC().Format(time.RFC3339)), fleetv1alpha1.KeyClusterName: []byte(c.ClusterName),
 		fleetv1alpha1.KeyClusterNamespace: []byte(c.ClusterNamespace), fleetv1alpha1.KeyDeploymentNamespace: []byte(c.DeploymentNamespace),
-		fleetv1alpha1.KeyServiceAccount: []byte(c.ServiceAccount),
+		fleetv1alpha1.KeyServiceAccount: []byte(c.ServiceAccount), fleetv1alpha1.KeySystemRegistrationNamespace: []byte(c.sysNS),
+		fleetv1alpha1.KeyRenewalToken: []byte(c.renewal), fleetv1alpha1.KeyRenewalTokenExpiry: []byte(c.RenewalExpiry.UTC().Format(time.RFC3339)),
 	}
 }
 
 // Renew replaces the request token with a fresh one (a TokenRequest on the agent's own
-// ServiceAccount, the only token it may request) and persists it.
+// ServiceAccount) and, once less than half of o.RenewalTokenTTL is left, the renewal identity's
+// token too (the only other token it may request), and persists them.
 func (c *Credential) Renew(ctx context.Context, o Options, ttl time.Duration) error {
 	cs, err := kubernetes.NewForConfig(c.Config())
 	if err != nil {
 		return fmt.Errorf("clientset for request identity: %w", err)
 	}
-	secs := int64(ttl / time.Second)
-	tr, err := cs.CoreV1().ServiceAccounts(c.DeploymentNamespace).CreateToken(ctx, c.ServiceAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	request := func(sa string, ttl time.Duration) (*authenticationv1.TokenRequest, error) {
+		secs := int64(ttl / time.Second)
+		return cs.CoreV1().ServiceAccounts(c.DeploymentNamespace).CreateToken(ctx, sa,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	}
+	tr, err := request(c.ServiceAccount, ttl)
 	if err != nil {
 		return fmt.Errorf("renew request token: %w", err)
 	}
 	tok := tr.Status.Token
 	c.token.Store(&tok)
 	c.Expiry = tr.Status.ExpirationTimestamp.Time
+	if o.RenewalTokenTTL == 0 {
+		o.RenewalTokenTTL = 30 * 24 * time.Hour
+	}
+	if c.renewal == "" || time.Until(c.RenewalExpiry) < o.RenewalTokenTTL/2 {
+		// A credential from before renewal identities gets its first token here, once drover
+		// has brought the cluster's rights up to date; until then the request is refused.
+		rt, err := request(names.RenewalServiceAccount, o.RenewalTokenTTL)
+		switch {
+		case err == nil:
+			c.renewal, c.RenewalExpiry = rt.Status.Token, rt.Status.ExpirationTimestamp.Time
+		case c.renewal != "":
+			return fmt.Errorf("renew renewal identity token: %w", err)
+		default:
+			ctrl.LoggerFrom(ctx).Info("No renewal identity for this cluster yet", "reason", err.Error())
+		}
+	}
 	return persist(ctx, o, c)
 }
 

@@ -11,7 +11,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -28,8 +33,18 @@ const Finalizer = "fleet.drover.io/cluster-cleanup"
 // Reconciler reconciles fleet Clusters.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads the agent's RoleBinding uncached (the manager caches no RBAC objects).
+	APIReader client.Reader
 	// MaxConcurrentReconciles defaults to 16.
 	MaxConcurrentReconciles int
+	// RequestTokenTTL and RenewalTokenTTL are the lifetimes of the agents' request and renewal
+	// tokens (defaults 24h and 30 days): an agent not seen for longer has an expired token, which
+	// the AgentCredential condition says.
+	RequestTokenTTL, RenewalTokenTTL time.Duration
+	// Recorder, when set, records an Event when a Cluster's agent credential expires.
+	Recorder events.EventRecorder
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
 // SetupWithManager registers the controller.
@@ -37,11 +52,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		return errors.New("cluster reconciler: Client is required")
 	}
+	r.defaults()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fleetcluster").
 		For(&fleetv1alpha1.Cluster{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: orDefault(r.MaxConcurrentReconciles, 16)}).
 		Complete(r)
+}
+
+func (r *Reconciler) defaults() {
+	if r.RequestTokenTTL == 0 {
+		r.RequestTokenTTL = 24 * time.Hour
+	}
+	if r.RenewalTokenTTL == 0 {
+		r.RenewalTokenTTL = 30 * 24 * time.Hour
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
 }
 
 func orDefault(v, def int) int {
@@ -50,6 +78,16 @@ func orDefault(v, def int) int {
 	}
 	return def
 }
+
+// Clusters, their namespaces and the agent's rights on them (a Role granting clusters/status
+// patch and bundlecontents get, which the server holds itself).
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=bundlecontents,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete;deletecollection
 
 // Reconcile ensures the cluster namespace, or cleans up a deleted Cluster.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -80,7 +118,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	SetStatus(c)
-	return ctrl.Result{}, kube.PatchStatus(ctx, r.Client, c, before)
+	r.defaults()
+	next := r.credentialCondition(c)
+	if r.APIReader != nil && c.Status.Agent.LastSeen != nil && meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionAgentCredential) == nil {
+		if err := r.upgradeAgentRights(ctx, c); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := kube.PatchStatus(ctx, r.Client, c, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	if old, now := meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionAgentCredential), meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionAgentCredential); r.Recorder != nil && now != nil && now.Status == metav1.ConditionFalse && (old == nil || old.Reason != now.Reason) {
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, now.Reason, "CheckCredential", "%s", now.Message)
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// credentialCondition sets c's AgentCredential condition from the agent's last check-in and
+// returns when it changes next (0: not on its own). The agent renews its request token at half
+// its life while it is online, so one not seen for a whole life holds an expired token; its
+// renewal identity's token (renewed once half of it is gone) lasts at least half of its life.
+func (r *Reconciler) credentialCondition(c *fleetv1alpha1.Cluster) time.Duration {
+	if c.Status.Agent.LastSeen == nil {
+		return 0
+	}
+	seen := c.Status.Agent.LastSeen.Time
+	age := r.Now().Sub(seen)
+	set := func(ok bool, reason, msg string) {
+		kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionAgentCredential, ok, reason, msg)
+	}
+	switch {
+	case age < r.RequestTokenTTL:
+		switch cur := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionAgentCredential); {
+		case cur == nil:
+			set(true, fleetv1alpha1.ReasonCredentialCurrent, "The agent checks in with a current request credential")
+		case cur.Status != metav1.ConditionTrue:
+			// Its token had expired: it is back, so it registered again (the grant says so too,
+			// but a concurrent status write may have replaced that).
+			set(true, fleetv1alpha1.ReasonReregistered, "The agent registered again after its request credential expired and checks in")
+		}
+		return r.RequestTokenTTL - age
+	case age < r.RenewalTokenTTL/2:
+		set(false, fleetv1alpha1.ReasonCredentialExpired, fmt.Sprintf(
+			"The agent last checked in at %s, longer ago than its request token lives (%s): that token has expired. "+
+				"Nothing to do: when the agent is back it registers again with its renewal identity (register-only), valid until at least %s.",
+			seen.UTC().Format(time.RFC3339), r.RequestTokenTTL, seen.Add(r.RenewalTokenTTL/2).UTC().Format(time.RFC3339)))
+		return r.RenewalTokenTTL/2 - age
+	}
+	how := "install the agent again with a new ClusterRegistrationToken (helm upgrade --set token=...,tokenName=... or drover agent install --token)"
+	if c.Spec.KubeConfigSecret != "" {
+		how = "drover deploys a new bootstrap secret to the cluster as soon as it can reach it (see the Imported condition)"
+	}
+	set(false, fleetv1alpha1.ReasonRenewalExpired, fmt.Sprintf(
+		"The agent last checked in at %s; its request token and possibly its renewal identity (%s after its last renewal) have expired, so it needs a new bootstrap: %s.",
+		seen.UTC().Format(time.RFC3339), r.RenewalTokenTTL, how))
+	return 0
 }
 
 // RegisteringAnnotation marks a Cluster created by a ClusterRegistration's grant, which creates
@@ -113,6 +205,51 @@ func AccessRules(c *fleetv1alpha1.Cluster, contents ...string) []rbacv1.PolicyRu
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{fleet}, Resources: []string{"bundlecontents"}, ResourceNames: contents, Verbs: []string{"get"}})
 	}
 	return rules
+}
+
+// AgentRole is the request identity's Role in c's cluster namespace; sa is the current request
+// identity. No Secrets or ConfigMaps: the agent reads none upstream (its answer is read by the
+// import or renewal identity, its manifests come in BundleDeployments and BundleContents).
+func AgentRole(c *fleetv1alpha1.Cluster, sa string) *rbacv1ac.RoleApplyConfiguration {
+	fleet := fleetv1alpha1.GroupVersion.Group
+	return kube.Role(c.Status.Namespace, names.AgentRole, Labels(c),
+		rbacv1.PolicyRule{APIGroups: []string{fleet}, Resources: []string{"bundledeployments"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{fleet}, Resources: []string{"bundledeployments/status"}, Verbs: []string{"update", "patch"}},
+		// Renewing its own short-lived token and its renewal identity's, and nothing else.
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{sa, names.RenewalServiceAccount}, Verbs: []string{"create"}})
+}
+
+// RenewalIdentity is c's renewal identity: a ServiceAccount that may create
+// ClusterRegistrations in c's cluster namespace (register c again) and nothing else.
+func RenewalIdentity(c *fleetv1alpha1.Cluster) []runtime.ApplyConfiguration {
+	ns, rs, labels := c.Status.Namespace, names.RenewalServiceAccount, Labels(c)
+	return []runtime.ApplyConfiguration{kube.ServiceAccount(ns, rs, labels),
+		kube.Role(ns, rs, labels, rbacv1.PolicyRule{APIGroups: []string{fleetv1alpha1.GroupVersion.Group}, Resources: []string{"clusterregistrations"}, Verbs: []string{"create"}}),
+		kube.RoleBinding(ns, rs, labels, rs, ns, rs)}
+}
+
+// upgradeAgentRights brings the rights of a cluster registered by an older drover up to date,
+// once (when its AgentCredential condition is first set): the request identity's Role as
+// AgentRole has it (no Secrets or ConfigMaps; the right to request renewal tokens) and the
+// renewal identity, whose token its agent then requests.
+func (r *Reconciler) upgradeAgentRights(ctx context.Context, c *fleetv1alpha1.Cluster) error {
+	rb := &rbacv1.RoleBinding{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Status.Namespace, Name: names.AgentRole}, rb)
+	if apierrors.IsNotFound(err) {
+		return nil // not registered (yet)
+	}
+	if err != nil {
+		return fmt.Errorf("get agent role binding: %w", err)
+	}
+	if len(rb.Subjects) == 0 {
+		return nil
+	}
+	for _, obj := range append(RenewalIdentity(c), AgentRole(c, rb.Subjects[0].Name)) {
+		if err := kube.Apply(ctx, r.Client, obj); err != nil {
+			return fmt.Errorf("update agent rights in %s: %w", c.Status.Namespace, err)
+		}
+	}
+	return nil
 }
 
 // Labels are the labels of every object created for c.

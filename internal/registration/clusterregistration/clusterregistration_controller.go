@@ -26,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +40,9 @@ import (
 	"github.com/droverhq/drover/internal/registration/internal/kube"
 	"github.com/droverhq/drover/internal/registration/names"
 )
+
+// DefaultRenewalTokenTTL is the default lifetime of a renewal identity's token.
+const DefaultRenewalTokenTTL = 30 * 24 * time.Hour
 
 const (
 	finalizer = "fleet.drover.io/registration-cleanup"
@@ -60,6 +65,12 @@ type Reconciler struct {
 	// ReaderWindow is the time window of the Roles that let import identities read their
 	// answers (default 10m): a window's Roles are deleted AnswerTTL after it ends.
 	ReaderWindow time.Duration
+	// RenewalTokenTTL is the lifetime of the renewal identity's token issued with every grant
+	// (default 30 days; the agent renews it while it is online). An agent offline for longer
+	// needs a new bootstrap.
+	RenewalTokenTTL time.Duration
+	// Recorder, when set, records an Event on a Cluster whose agent re-registered.
+	Recorder events.EventRecorder
 	// MaxConcurrentReconciles defaults to 128: a grant is a few dependent requests, mostly
 	// waiting (64 left the 1,000-agent benchmark worker-bound, 256 gained nothing more).
 	MaxConcurrentReconciles int
@@ -79,6 +90,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	if r.AnswerTTL == 0 {
 		r.AnswerTTL = 30 * time.Minute
+	}
+	if r.RenewalTokenTTL == 0 {
+		r.RenewalTokenTTL = DefaultRenewalTokenTTL
 	}
 	if r.ReaderWindow == 0 {
 		r.ReaderWindow = 10 * time.Minute
@@ -108,6 +122,22 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Complete(r)
 }
 
+// Registrations, the request identity (ServiceAccount, token, Role, RoleBinding) and its
+// answer Secret. The request identity's Role grants bundledeployments get/list/watch,
+// bundledeployments/status update/patch and serviceaccounts/token create, which the server
+// holds itself.
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrations/finalizers,verbs=update
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=bundledeployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=bundledeployments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Reconcile grants one registration.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cr := &fleetv1alpha1.ClusterRegistration{}
@@ -133,23 +163,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return deny(fleetv1alpha1.ReasonReservedLabel, msg)
 	}
 
-	// A newer registration of the same clientID supersedes this one: never grant it.
-	var siblings fleetv1alpha1.ClusterRegistrationList
-	if err := r.Client.List(ctx, &siblings, client.InNamespace(cr.Namespace), client.MatchingFields{ClientIDIndex: cr.Spec.ClientID}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list registrations of clientID: %w", err)
+	renewal, err := r.renewalCluster(ctx, cr)
+	if err != nil {
+		var denied deniedError
+		if errors.As(err, &denied) {
+			return deny(denied.reason, denied.msg)
+		}
+		return ctrl.Result{}, err
 	}
-	for i := range siblings.Items {
-		if newer(&siblings.Items[i], cr) {
-			ctrl.LoggerFrom(ctx).Info("Deleting superseded ClusterRegistration", "newer", siblings.Items[i].Name)
+
+	// A newer registration of the same clientID supersedes this one: never grant it.
+	siblings, err := r.registrationsOf(ctx, cr, renewal)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range siblings {
+		if newer(&siblings[i], cr) {
+			ctrl.LoggerFrom(ctx).Info("Deleting superseded ClusterRegistration", "newer", siblings[i].Name)
 			return ctrl.Result{}, kube.Delete(ctx, r.Client, cr)
 		}
 	}
 
 	if clusterUID, ok := r.answered.Load(cr.UID); ok {
-		return r.finishGrant(ctx, cr, before, siblings.Items, clusterUID.(types.UID))
+		return r.finishGrant(ctx, cr, before, siblings, clusterUID.(types.UID), renewal != nil)
 	}
 
-	importSA, err := r.importIdentity(ctx, cr)
+	importSA, err := r.importIdentity(ctx, cr, renewal != nil)
 	if err != nil {
 		var denied deniedError
 		if errors.As(err, &denied) {
@@ -163,19 +202,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		before = cr.DeepCopy()
 	}
+	if err := r.checkLegacyName(ctx, cr); err != nil {
+		var denied deniedError
+		if errors.As(err, &denied) {
+			return deny(denied.reason, denied.msg)
+		}
+		return ctrl.Result{}, err
+	}
 	// Let the import identity watch its answer now: the agent's watch is then in place when the
 	// secret is written, and it stops retrying (each retry is a request to the API server).
 	if err := r.applyReader(ctx, cr, importSA); err != nil {
 		return ctrl.Result{}, err
 	}
 
-	cluster, err := r.findOrCreateCluster(ctx, cr)
-	if err != nil {
-		var denied deniedError
-		if errors.As(err, &denied) {
-			return deny(denied.reason, denied.msg)
+	cluster := renewal
+	if cluster == nil {
+		if cluster, err = r.findOrCreateCluster(ctx, cr); err != nil {
+			var denied deniedError
+			if errors.As(err, &denied) {
+				return deny(denied.reason, denied.msg)
+			}
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, err
 	}
 	if !cluster.DeletionTimestamp.IsZero() {
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil // register with its successor
@@ -189,7 +237,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("create cluster namespace: %w", err)
 		}
 	}
-	if err := r.grant(ctx, cr, cluster); err != nil {
+	if err := r.grant(ctx, cr, cluster, renewal != nil); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The agent has its answer and can list its BundleDeployments. The rest (its right to
@@ -208,8 +256,8 @@ const bookkeepingPriority = -100
 // the access Role and RoleBinding in the workspace, the Cluster's first status, superseded
 // registrations, and the registration's status. It re-reads the secret first: only an answer
 // that exists marks the registration granted.
-func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.ClusterRegistration, siblings []fleetv1alpha1.ClusterRegistration, clusterUID types.UID) (ctrl.Result, error) {
-	secretName := names.RegistrationSecretName(cr.Spec.ClientID, cr.Spec.ClientRandom)
+func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.ClusterRegistration, siblings []fleetv1alpha1.ClusterRegistration, clusterUID types.UID, renewal bool) (ctrl.Result, error) {
+	secretName := answerName(cr)
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: fleetv1alpha1.SystemRegistrationNamespace, Name: secretName}, &corev1.Secret{})
 	if apierrors.IsNotFound(err) {
 		r.answered.Delete(cr.UID)
@@ -218,19 +266,35 @@ func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("get registration secret %s: %w", secretName, err)
 	}
-	cluster, err := r.findOrCreateCluster(ctx, cr)
+	var cluster *fleetv1alpha1.Cluster
+	if renewal {
+		cluster, err = r.renewalCluster(ctx, cr)
+	} else {
+		cluster, err = r.findOrCreateCluster(ctx, cr)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if cluster.UID != clusterUID || !cluster.DeletionTimestamp.IsZero() {
+	if cluster == nil || cluster.UID != clusterUID || !cluster.DeletionTimestamp.IsZero() {
 		// The Cluster the answer was for is gone (or going): grant again, to its successor.
 		r.answered.Delete(cr.UID)
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	if cluster.Status.Namespace == "" {
+	if cluster.Status.Namespace == "" || renewal {
 		clusterBefore := cluster.DeepCopy()
-		clusterctrl.SetStatus(cluster)
+		if cluster.Status.Namespace == "" {
+			clusterctrl.SetStatus(cluster)
+		}
+		if renewal {
+			// The admin sees that (and when) the agent came back on its own.
+			kube.SetCondition(&cluster.Status.Conditions, cluster.Generation, fleetv1alpha1.ConditionAgentCredential, true, fleetv1alpha1.ReasonReregistered,
+				"The agent re-registered with its renewal identity ("+cr.Name+") and has a new request credential")
+			if r.Recorder != nil {
+				r.Recorder.Eventf(cluster, nil, corev1.EventTypeNormal, fleetv1alpha1.ReasonReregistered, "Register",
+					"Agent re-registered with its renewal identity (registration %s)", cr.Name)
+			}
+		}
 		patched := cluster.DeepCopy() // the patch writes its response back
 		g.Go(func() error { return kube.PatchStatus(gctx, r.Client, patched, clusterBefore) })
 	}
@@ -239,15 +303,14 @@ func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.
 	// bundle controller owns its rules from then on.
 	labels, accessRole := clusterctrl.Labels(cluster), names.ClusterAccessRole(cluster.Name)
 	sa := cr.Name
-	g.Go(func() error {
-		return applyAll(gctx, r.Client, "rights of request identity "+sa+" in "+cluster.Namespace,
-			kube.RoleBinding(cluster.Namespace, accessRole, labels, accessRole, cluster.Status.Namespace, sa))
-	})
+	// The Role before its binding: without the bind right the API server refuses a binding to a
+	// Role that does not exist yet.
 	g.Go(func() error {
 		if err := kube.CreateIfAbsent(gctx, r.Client, kube.Role(cluster.Namespace, accessRole, labels, clusterctrl.AccessRules(cluster)...)); err != nil {
 			return fmt.Errorf("create cluster access role: %w", err)
 		}
-		return nil
+		return applyAll(gctx, r.Client, "rights of request identity "+sa+" in "+cluster.Namespace,
+			kube.RoleBinding(cluster.Namespace, accessRole, labels, accessRole, cluster.Status.Namespace, sa))
 	})
 	if err := g.Wait(); err != nil {
 		return ctrl.Result{}, err
@@ -380,7 +443,10 @@ func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.
 
 // importIdentity is the ServiceAccount of the token the registration was made with: only it
 // may read the answer.
-func (r *Reconciler) importIdentity(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) (string, error) {
+func (r *Reconciler) importIdentity(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, renewal bool) (string, error) {
+	if renewal {
+		return names.RenewalServiceAccount, nil
+	}
 	name := cr.Labels[fleetv1alpha1.TokenLabel]
 	if name == "" {
 		return "", deniedError{fleetv1alpha1.ReasonRegistrationFailed, "Registration has no " + fleetv1alpha1.TokenLabel + " label"}
@@ -416,10 +482,121 @@ func (r *Reconciler) windowEnd(t time.Time) time.Time {
 	return t.Truncate(r.ReaderWindow).Add(r.ReaderWindow)
 }
 
+// tokenOf is the registration-token label value of objects made for cr.
+func tokenOf(cr *fleetv1alpha1.ClusterRegistration) string {
+	if isRenewalName(cr) {
+		return names.RenewalTokenLabelValue
+	}
+	return cr.Labels[fleetv1alpha1.TokenLabel]
+}
+
+func isRenewalName(cr *fleetv1alpha1.ClusterRegistration) bool {
+	return strings.HasPrefix(cr.Name, names.RenewalPrefix)
+}
+
+// Reading a renewal's namespace (its labels name the cluster).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+
+// renewalCluster is the Cluster a renewal registration re-registers, nil for a registration in
+// a workspace. A registration made in a cluster namespace is a renewal: only that cluster's
+// renewal identity (and drover's admins) may create one there, so the namespace, not anything
+// the registration says, names the cluster; its clientID must be that cluster's.
+func (r *Reconciler) renewalCluster(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) (*fleetv1alpha1.Cluster, error) {
+	if !isRenewalName(cr) {
+		// Another name in a cluster namespace is denied for want of a token there.
+		return nil, nil
+	}
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: cr.Namespace}, ns); err != nil {
+		return nil, fmt.Errorf("get namespace %s: %w", cr.Namespace, err)
+	}
+	l := ns.Labels
+	if l[fleetv1alpha1.ManagedLabel] != "true" || l[fleetv1alpha1.ClusterLabel] == "" || l[fleetv1alpha1.ClusterNamespaceLabel] == "" {
+		return nil, deniedError{fleetv1alpha1.ReasonRegistrationFailed, "Registrations named " + names.RenewalPrefix + "* are renewals: create them in a cluster namespace"}
+	}
+	c := &fleetv1alpha1.Cluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: l[fleetv1alpha1.ClusterNamespaceLabel], Name: l[fleetv1alpha1.ClusterLabel]}, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, deniedError{fleetv1alpha1.ReasonRegistrationFailed, fmt.Sprintf("Cluster %s of namespace %s no longer exists", l[fleetv1alpha1.ClusterLabel], cr.Namespace)}
+		}
+		return nil, fmt.Errorf("get cluster of namespace %s: %w", cr.Namespace, err)
+	}
+	if string(c.UID) != l[fleetv1alpha1.ClusterUIDLabel] || c.Status.Namespace != cr.Namespace {
+		return nil, deniedError{fleetv1alpha1.ReasonRegistrationFailed, fmt.Sprintf("Namespace %s belongs to a deleted Cluster %s", cr.Namespace, c.Name)}
+	}
+	if c.Spec.ClientID != cr.Spec.ClientID {
+		return nil, deniedError{fleetv1alpha1.ReasonInvalidClientID, fmt.Sprintf("A renewal of Cluster %s must carry its clientID", c.Name)}
+	}
+	return c, nil
+}
+
+// registrationsOf are the registrations of cr's clientID: in its workspace and in the cluster
+// namespace (renewals) of the workspace's Cluster with that clientID.
+func (r *Reconciler) registrationsOf(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, renewal *fleetv1alpha1.Cluster) ([]fleetv1alpha1.ClusterRegistration, error) {
+	ws, clusterNS := cr.Namespace, ""
+	if renewal != nil {
+		ws, clusterNS = renewal.Namespace, renewal.Status.Namespace
+	} else {
+		var clusters fleetv1alpha1.ClusterList
+		if err := r.Client.List(ctx, &clusters, client.InNamespace(ws), client.MatchingFields{ClientIDIndex: cr.Spec.ClientID}); err != nil {
+			return nil, fmt.Errorf("list clusters by clientID: %w", err)
+		}
+		for _, c := range clusters.Items {
+			if c.DeletionTimestamp.IsZero() {
+				clusterNS = c.Status.Namespace
+			}
+		}
+	}
+	var out []fleetv1alpha1.ClusterRegistration
+	for _, ns := range []string{ws, clusterNS} {
+		if ns == "" {
+			continue
+		}
+		var list fleetv1alpha1.ClusterRegistrationList
+		if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{ClientIDIndex: cr.Spec.ClientID}); err != nil {
+			return nil, fmt.Errorf("list registrations of clientID: %w", err)
+		}
+		out = append(out, list.Items...)
+	}
+	return out, nil
+}
+
+// answerName is the registration secret answering cr: the length-prefixed name for current
+// agents, the legacy one for agents that predate it (they wait for that name).
+func answerName(cr *fleetv1alpha1.ClusterRegistration) string {
+	return names.AnswerSecretName(cr.Annotations, cr.Spec.ClientID, cr.Spec.ClientRandom)
+}
+
+// checkLegacyName refuses a legacy-named answer whose name another registration's answer already
+// has: the legacy encoding is ambiguous (clientID "ab" with random "c…" and "a" with "bc…"
+// share it), and without this check the second registration's import identity would be let
+// read the first one's answer, or overwrite it. Current names cannot collide: no check, no read.
+func (r *Reconciler) checkLegacyName(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) error {
+	if cr.Annotations[names.SecretNameAnnotation] == names.SecretNameLengthPrefixed {
+		return nil
+	}
+	name := answerName(cr)
+	s := &metav1.PartialObjectMetadata{}
+	s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: fleetv1alpha1.SystemRegistrationNamespace, Name: name}, s)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get registration secret %s: %w", name, err)
+	}
+	if s.Labels[fleetv1alpha1.RegistrationLabel] != cr.Name || s.Labels[fleetv1alpha1.ClusterNamespaceLabel] != cr.Namespace {
+		return deniedError{fleetv1alpha1.ReasonSecretNameConflict, fmt.Sprintf(
+			"Registration secret %s already answers another registration: register again with a current agent (it uses collision-free names)", name)}
+	}
+	return nil
+}
+
 // applyReader lets the import identity get and watch the one registration secret answering cr.
 func (r *Reconciler) applyReader(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, importSA string) error {
-	secretName := names.RegistrationSecretName(cr.Spec.ClientID, cr.Spec.ClientRandom)
-	token := cr.Labels[fleetv1alpha1.TokenLabel]
+	secretName := answerName(cr)
+	token := tokenOf(cr)
 	window := strconv.FormatInt(r.windowEnd(time.Now()).Unix(), 10)
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(secretName))
@@ -436,7 +613,14 @@ func (r *Reconciler) applyReader(ctx context.Context, cr *fleetv1alpha1.ClusterR
 	// The first answer of this shard and window: the binding (it may name a Role that does not
 	// exist yet), then the Role, or the patch if another grant created it meanwhile.
 	labels := kube.ManagedLabels(map[string]string{fleetv1alpha1.TokenLabel: token, fleetv1alpha1.ClusterNamespaceLabel: cr.Namespace, readerWindowEndLabel: window})
-	if err := kube.CreateIfAbsent(ctx, r.Client, kube.RoleBinding(sys, name, labels, name, cr.Namespace, importSA)); err != nil {
+	binding := kube.RoleBinding(sys, name, labels, name, cr.Namespace, importSA)
+	// Only an identity with the bind right (an admin) may create a binding naming a Role that
+	// does not exist: with drover's own least-privilege rights the API server answers NotFound,
+	// and the Role comes first. (Crashing between the two leaves the Role unbound until its
+	// window ends; the next window's reader is complete again.)
+	err = kube.CreateIfAbsent(ctx, r.Client, binding)
+	roleFirst := apierrors.IsNotFound(err)
+	if err != nil && !roleFirst {
 		return fmt.Errorf("create registration secret reader binding %s: %w", name, err)
 	}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: sys, Name: name, Labels: labels},
@@ -448,6 +632,11 @@ func (r *Reconciler) applyReader(ctx context.Context, cr *fleetv1alpha1.ClusterR
 	if err != nil {
 		return fmt.Errorf("create registration secret reader %s: %w", name, err)
 	}
+	if roleFirst {
+		if err := kube.CreateIfAbsent(ctx, r.Client, binding); err != nil {
+			return fmt.Errorf("create registration secret reader binding %s: %w", name, err)
+		}
+	}
 	return nil
 }
 
@@ -457,7 +646,7 @@ func (r *Reconciler) sweepReaders(ctx context.Context, cr *fleetv1alpha1.Cluster
 	cutoff := time.Now().Add(-r.AnswerTTL).Unix()
 	var roles rbacv1.RoleList
 	if err := r.APIReader.List(ctx, &roles, client.InNamespace(fleetv1alpha1.SystemRegistrationNamespace), client.HasLabels{readerWindowEndLabel},
-		client.MatchingLabels{fleetv1alpha1.TokenLabel: cr.Labels[fleetv1alpha1.TokenLabel], fleetv1alpha1.ClusterNamespaceLabel: cr.Namespace}); err != nil {
+		client.MatchingLabels{fleetv1alpha1.TokenLabel: tokenOf(cr), fleetv1alpha1.ClusterNamespaceLabel: cr.Namespace}); err != nil {
 		return fmt.Errorf("list registration secret readers: %w", err)
 	}
 	for i := range roles.Items {
@@ -476,14 +665,13 @@ func (r *Reconciler) sweepReaders(ctx context.Context, cr *fleetv1alpha1.Cluster
 
 // grant creates the request identity and its rights, and the registration secret last: once the
 // answer is readable, its rights are in place.
-func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, c *fleetv1alpha1.Cluster) error {
+func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, c *fleetv1alpha1.Cluster, renewal bool) error {
 	ns, sa := c.Status.Namespace, cr.Name
 	labels := clusterctrl.Labels(c)
 	regLabels := clusterctrl.Labels(c)
 	regLabels[fleetv1alpha1.RegistrationLabel] = cr.Name
-	regLabels[fleetv1alpha1.TokenLabel] = cr.Labels[fleetv1alpha1.TokenLabel]
-	secretName := names.RegistrationSecretName(cr.Spec.ClientID, cr.Spec.ClientRandom)
-	fleet := fleetv1alpha1.GroupVersion.Group
+	regLabels[fleetv1alpha1.TokenLabel] = tokenOf(cr)
+	secretName := answerName(cr)
 
 	// Independent objects are written concurrently (the token needs only its ServiceAccount),
 	// which roughly halves a grant's latency.
@@ -498,14 +686,20 @@ func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistr
 		token, exp, err = kube.RequestToken(gctx, r.Client, ns, sa, r.RequestTokenTTL)
 		return err
 	})
+	// The renewal identity: register this cluster again, nothing else. Shared by the cluster's
+	// registrations; every grant hands out a fresh token for it.
+	var renewalToken string
+	var renewalExp time.Time
 	g.Go(func() error {
-		return applyAll(gctx, r.Client, fmt.Sprintf("rights of request identity %s/%s", ns, sa),
-			kube.Role(ns, names.AgentRole, labels,
-				rbacv1.PolicyRule{APIGroups: []string{fleet}, Resources: []string{"bundledeployments"}, Verbs: []string{"get", "list", "watch"}},
-				rbacv1.PolicyRule{APIGroups: []string{fleet}, Resources: []string{"bundledeployments/status"}, Verbs: []string{"update", "patch"}},
-				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
-				// Renewing its own short-lived token, and nothing else.
-				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{sa}, Verbs: []string{"create"}}),
+		if err := applyAll(gctx, r.Client, "renewal identity in "+ns, clusterctrl.RenewalIdentity(c)...); err != nil {
+			return err
+		}
+		var err error
+		renewalToken, renewalExp, err = kube.RequestToken(gctx, r.Client, ns, names.RenewalServiceAccount, r.RenewalTokenTTL)
+		return err
+	})
+	g.Go(func() error {
+		return applyAll(gctx, r.Client, fmt.Sprintf("rights of request identity %s/%s", ns, sa), clusterctrl.AgentRole(c, sa),
 			// The binding names only the current request identity: re-registration revokes the old one.
 			kube.RoleBinding(ns, names.AgentRole, labels, names.AgentRole, ns, sa))
 	})
@@ -520,22 +714,36 @@ func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistr
 		fleetv1alpha1.KeyClusterNamespace:    []byte(c.Namespace),
 		fleetv1alpha1.KeyDeploymentNamespace: []byte(ns),
 		fleetv1alpha1.KeyServiceAccount:      []byte(sa),
+		fleetv1alpha1.KeyRenewalToken:        []byte(renewalToken),
+		fleetv1alpha1.KeyRenewalTokenExpiry:  []byte(renewalExp.UTC().Format(time.RFC3339)),
 	})
 	if err := kube.Create(ctx, r.Client, secret); err != nil {
 		return fmt.Errorf("create registration secret: %w", err)
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Granted registration", "Cluster", c.Name, "serviceAccount", sa)
+	ctrl.LoggerFrom(ctx).V(1).Info("Granted registration", "Cluster", c.Name, "serviceAccount", sa, "renewal", renewal)
 	return nil
 }
 
 // applyAll applies independent objects concurrently.
 func applyAll(ctx context.Context, c client.Client, what string, objs ...runtime.ApplyConfiguration) error {
-	g, ctx := errgroup.WithContext(ctx)
+	// RoleBindings after their Roles: without the bind right (drover's least-privilege RBAC)
+	// the API server refuses a binding to a Role that does not exist yet.
+	var first, bindings []runtime.ApplyConfiguration
 	for _, obj := range objs {
-		g.Go(func() error { return kube.Create(ctx, c, obj) })
+		if _, ok := obj.(*rbacv1ac.RoleBindingApplyConfiguration); ok {
+			bindings = append(bindings, obj)
+		} else {
+			first = append(first, obj)
+		}
 	}
-	if err := g.Wait(); err != nil {
-		return fmt.Errorf("apply %s: %w", what, err)
+	for _, batch := range [][]runtime.ApplyConfiguration{first, bindings} {
+		g, gctx := errgroup.WithContext(ctx)
+		for _, obj := range batch {
+			g.Go(func() error { return kube.Create(gctx, c, obj) })
+		}
+		if err := g.Wait(); err != nil {
+			return fmt.Errorf("apply %s: %w", what, err)
+		}
 	}
 	return nil
 }
@@ -546,7 +754,12 @@ func (r *Reconciler) delete(ctx context.Context, cr *fleetv1alpha1.ClusterRegist
 	if !controllerutil.ContainsFinalizer(cr, finalizer) {
 		return nil
 	}
-	if cr.Status.ClusterName != "" {
+	if isRenewalName(cr) && cr.Status.ClusterName != "" {
+		// A granted renewal's request identity lives in the namespace of the registration.
+		if err := kube.Delete(ctx, r.Client, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: cr.Namespace, Name: cr.Name}}); err != nil {
+			return err
+		}
+	} else if cr.Status.ClusterName != "" {
 		c := &fleetv1alpha1.Cluster{}
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: cr.Namespace, Name: cr.Status.ClusterName}, c)
 		if client.IgnoreNotFound(err) != nil {

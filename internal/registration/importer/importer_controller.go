@@ -132,6 +132,15 @@ type failure struct {
 
 func (f *failure) Error() string { return f.msg }
 
+// Manager-initiated import: the Cluster, its kubeconfig Secret (metadata watched, the one needed
+// read on demand), the registration ConfigMap and the import token. The agent is deployed with
+// the kubeconfig's credential, not the server's.
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrationtokens,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+
 // Reconcile deploys (or redeploys) the agent when it is not deployed for the current settings.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &fleetv1alpha1.Cluster{}
@@ -167,10 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case err != nil:
 		return ctrl.Result{}, err
 	}
-	if !res.IsZero() {
-		return res, nil
-	}
-	return ctrl.Result{}, kube.PatchStatus(ctx, r.Client, c, before)
+	return res, kube.PatchStatus(ctx, r.Client, c, before)
 }
 
 func (r *Reconciler) importCluster(ctx context.Context, c *fleetv1alpha1.Cluster) (ctrl.Result, error) {
@@ -198,7 +204,16 @@ func (r *Reconciler) importCluster(ctx context.Context, c *fleetv1alpha1.Cluster
 			msg: config.MissingURLMessage(r.Config) + fmt.Sprintf(" (or set %s in secret %s)", fleetv1alpha1.KeyAPIServerURL, c.Spec.KubeConfigSecret)}
 	}
 	caHash := config.CAHash(ca)
-	if deployed(c, url, caHash) {
+	full, rebootstrap := !deployed(c, url, caHash), needsBootstrap(c)
+	if imp := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionImported); !rebootstrap && imp != nil && imp.Reason == fleetv1alpha1.ReasonRebootstrapped &&
+		!meta.IsStatusConditionFalse(c.Status.Conditions, fleetv1alpha1.ConditionAgentCredential) {
+		// The agent is back after a new bootstrap: the next expiry may bootstrap it again.
+		kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionImported, true, fleetv1alpha1.ReasonSucceeded, "Agent deployed")
+	}
+	// An agent that has not checked in yet may be slow to start: keep its bootstrap's import
+	// token fresh (the token is renewed and expires long before a slow start gives up).
+	refresh := !full && !rebootstrap && awaitingAgent(c)
+	if !full && !rebootstrap && !refresh {
 		return ctrl.Result{}, nil
 	}
 
@@ -215,14 +230,68 @@ func (r *Reconciler) importCluster(ctx context.Context, c *fleetv1alpha1.Cluster
 		return res, err
 	}
 	values[fleetv1alpha1.KeyAPIServerURL], values[fleetv1alpha1.KeyAPIServerCA] = []byte(url), ca
+	if refresh {
+		if err := r.pushBootstrap(ctx, c, restCfg, values); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: r.ImportTokenTTL / 4}, nil
+	}
 	if err := r.deploy(ctx, c, restCfg, values); err != nil {
 		return ctrl.Result{}, err
 	}
-	ctrl.LoggerFrom(ctx).Info("Deployed agent to downstream cluster", "agentNamespace", agentNamespace(c))
+	ctrl.LoggerFrom(ctx).Info("Deployed agent to downstream cluster", "agentNamespace", agentNamespace(c), "newBootstrap", rebootstrap)
 	c.Status.APIServerURL, c.Status.APIServerCAHash = url, caHash
 	c.Status.AgentDeployedGeneration = &c.Spec.RedeployAgentGeneration
-	kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionImported, true, fleetv1alpha1.ReasonSucceeded, "Agent deployed")
+	if rebootstrap {
+		kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionImported, true, fleetv1alpha1.ReasonRebootstrapped,
+			"Agent deployed again with a new bootstrap secret: it had been away for longer than its renewal identity lives")
+	} else {
+		kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionImported, true, fleetv1alpha1.ReasonSucceeded, "Agent deployed")
+	}
+	if awaitingAgent(c) {
+		return ctrl.Result{RequeueAfter: r.ImportTokenTTL / 4}, nil // refresh the bootstrap until it checks in
+	}
 	return ctrl.Result{}, nil
+}
+
+// needsBootstrap: the agent has been away for longer than its renewal identity lives (the
+// cluster controller's AgentCredential condition), and has not been given a new bootstrap since.
+func needsBootstrap(c *fleetv1alpha1.Cluster) bool {
+	cred := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionAgentCredential)
+	imp := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionImported)
+	return cred != nil && cred.Reason == fleetv1alpha1.ReasonRenewalExpired && (imp == nil || imp.Reason != fleetv1alpha1.ReasonRebootstrapped)
+}
+
+// awaitingAgent: the agent has not checked in since its bootstrap was deployed.
+func awaitingAgent(c *fleetv1alpha1.Cluster) bool {
+	cred := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionAgentCredential)
+	imp := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionImported)
+	return c.Status.Agent.LastSeen == nil ||
+		cred != nil && cred.Reason == fleetv1alpha1.ReasonRenewalExpired && imp != nil && imp.Reason == fleetv1alpha1.ReasonRebootstrapped
+}
+
+// pushBootstrap applies only the bootstrap secret downstream (with a fresh import token); the
+// agent reads it each time it tries to register.
+func (r *Reconciler) pushBootstrap(ctx context.Context, c *fleetv1alpha1.Cluster, cfg *rest.Config, values map[string][]byte) error {
+	dc, err := client.New(cfg, client.Options{Scheme: runtime.NewScheme()})
+	if err != nil {
+		return &failure{reason: fleetv1alpha1.ReasonKubeconfigInvalid, msg: fmt.Sprintf("Kubeconfig cannot be used: %v", err)}
+	}
+	mo := manifests.ForCluster(c)
+	mo.Namespace, mo.Bootstrap = agentNamespace(c), values
+	objs, err := manifests.Objects(mo)
+	if err != nil {
+		return err
+	}
+	for _, u := range objs {
+		if u.GetKind() != "Secret" || u.GetName() != manifests.BootstrapSecret {
+			continue
+		}
+		if err := dc.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(kube.FieldOwner), client.ForceOwnership); err != nil {
+			return &failure{reason: fleetv1alpha1.ReasonDeployFailed, msg: fmt.Sprintf("Apply bootstrap secret downstream: %v", err), retry: true}
+		}
+	}
+	return nil
 }
 
 func deployed(c *fleetv1alpha1.Cluster, url, caHash string) bool {

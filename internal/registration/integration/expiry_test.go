@@ -39,7 +39,7 @@ func TestAnswerExpiry(t *testing.T) {
 		return nil
 	})
 	cr := regs.Items[0]
-	secretName := names.RegistrationSecretName(cr.Spec.ClientID, cr.Spec.ClientRandom)
+	secretName := names.AnswerSecretName(cr.Annotations, cr.Spec.ClientID, cr.Spec.ClientRandom)
 	sys := fleetv1alpha1.SystemRegistrationNamespace
 	byToken := client.MatchingLabels{fleetv1alpha1.TokenLabel: "token", fleetv1alpha1.ClusterNamespaceLabel: ws}
 	var roles rbacv1.RoleList

@@ -175,7 +175,8 @@ func TestTwentyReRegistrationsLeaveOneSet(t *testing.T) {
 		if err := mgmt.Client.List(ctx, &regs, client.InNamespace(ws)); err != nil {
 			return err
 		}
-		if err := mgmt.Client.List(ctx, &sas, client.InNamespace(cred.DeploymentNamespace), client.MatchingLabels{fleetv1alpha1.ManagedLabel: "true"}); err != nil {
+		// Request identities (the cluster's one renewal identity is not per registration).
+		if err := mgmt.Client.List(ctx, &sas, client.InNamespace(cred.DeploymentNamespace), client.MatchingLabels{fleetv1alpha1.ManagedLabel: "true"}, client.HasLabels{fleetv1alpha1.RegistrationLabel}); err != nil {
 			return err
 		}
 		if err := mgmt.Client.List(ctx, &secrets, client.InNamespace(fleetv1alpha1.SystemRegistrationNamespace), client.MatchingLabels{fleetv1alpha1.ClusterNamespaceLabel: ws}); err != nil {

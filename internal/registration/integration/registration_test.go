@@ -11,10 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/manifests"
+	"github.com/droverhq/drover/internal/agent/register"
 	"github.com/droverhq/drover/internal/registration/names"
 )
 
@@ -126,6 +128,22 @@ func check(t *testing.T, name string, allowed bool, err error) {
 	}
 }
 
+// watchSecrets is the error of starting a watch on Secrets in ns with only token.
+func watchSecrets(t *testing.T, token []byte, ns string) error {
+	t.Helper()
+	cfg := rest.AnonymousClientConfig(mgmt.Config)
+	cfg.BearerToken = string(token)
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: register.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(t.Context(), &corev1.SecretList{}, client.InNamespace(ns))
+	if w != nil {
+		w.Stop()
+	}
+	return err
+}
+
 func TestSecurityMatrixWithRealIdentities(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -147,7 +165,8 @@ func TestSecurityMatrixWithRealIdentities(t *testing.T) {
 
 	// The import identity's own answer: a fresh registration, granted, read by that identity.
 	cr := &fleetv1alpha1.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ws, GenerateName: "request-",
-		Labels: map[string]string{fleetv1alpha1.TokenLabel: "token"}},
+		Labels:      map[string]string{fleetv1alpha1.TokenLabel: "token"},
+		Annotations: map[string]string{names.SecretNameAnnotation: names.SecretNameLengthPrefixed}},
 		Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: "matrix-c-" + ws, ClientRandom: "0123456789abcdef0123"}}
 	check(t, "import: create ClusterRegistration in its workspace", true, imp.Create(ctx, cr))
 	own := names.RegistrationSecretName(cr.Spec.ClientID, cr.Spec.ClientRandom)
@@ -196,7 +215,6 @@ func TestSecurityMatrixWithRealIdentities(t *testing.T) {
 		{"list BundleDeployments in its namespace", true, req.List(ctx, &fleetv1alpha1.BundleDeploymentList{}, client.InNamespace(clusterNS))},
 		{"get its BundleDeployment", true, req.Get(ctx, client.ObjectKeyFromObject(bd), &fleetv1alpha1.BundleDeployment{})},
 		{"patch its BundleDeployment status", true, req.Status().Patch(ctx, bd.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"status":{"ready":false}}`)))},
-		{"read configmaps in its namespace", true, req.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(clusterNS))},
 		{"patch its Cluster status", true, req.Status().Patch(ctx, ownCluster, statusPatch)},
 		{"create a token for itself", true, req.SubResource("token").Create(ctx, sa, tokenRequest())},
 		{"patch its Cluster spec", false, req.Patch(ctx, ownCluster, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"agentNamespace":"x"}}`)))},
@@ -205,6 +223,10 @@ func TestSecurityMatrixWithRealIdentities(t *testing.T) {
 		{"create a BundleDeployment", false, req.Create(ctx, &fleetv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: "evil"}, Spec: fleetv1alpha1.BundleDeploymentSpec{DeploymentID: "x"}})},
 		{"update a BundleDeployment spec", false, req.Update(ctx, bd.DeepCopy())},
 		{"list BundleDeployments of another cluster", false, req.List(ctx, &fleetv1alpha1.BundleDeploymentList{}, client.InNamespace(otherNS))},
+		{"list secrets in its namespace", false, req.List(ctx, &corev1.SecretList{}, client.InNamespace(clusterNS))},
+		{"watch secrets in its namespace", false, watchSecrets(t, cred[fleetv1alpha1.KeyToken], clusterNS)},
+		{"list configmaps in its namespace", false, req.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(clusterNS))},
+		{"get a configmap in its namespace", false, req.Get(ctx, client.ObjectKey{Namespace: clusterNS, Name: "kube-root-ca.crt"}, &corev1.ConfigMap{})},
 		{"read secrets in another cluster's namespace", false, req.List(ctx, &corev1.SecretList{}, client.InNamespace(otherNS))},
 		{"read registration secrets", false, req.List(ctx, &corev1.SecretList{}, client.InNamespace(sys))},
 		{"read secrets in the workspace", false, req.List(ctx, &corev1.SecretList{}, client.InNamespace(ws))},

@@ -128,6 +128,10 @@ func writeConfig(ctx context.Context, c client.Client, url string, ca []byte) er
 // window's reader Roles swept.
 const testReaderWindow = 2 * time.Second
 
+// testRequestTokenTTL is the suite's request token lifetime as the AgentCredential condition
+// sees it (see startControllers).
+const testRequestTokenTTL = 8 * time.Second
+
 func startControllers(ctx context.Context, cfg *rest.Config, local bool, metrics string) (<-chan struct{}, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 1000, 2000
@@ -140,6 +144,9 @@ func startControllers(ctx context.Context, cfg *rest.Config, local bool, metrics
 	if local { // the test suite's controllers (the benchmark's run with the defaults)
 		opts.LocalConfig = cfg
 		opts.ReaderWindow = testReaderWindow
+		// Agents in tests check in every second: one away for longer than this shows an
+		// expired credential (real tokens live at least 10 minutes, the TokenRequest minimum).
+		opts.RequestTokenTTL = testRequestTokenTTL
 	}
 	if err := registration.Setup(ctx, mgr, mgr.GetClient(), opts); err != nil {
 		return nil, err

@@ -4,15 +4,49 @@ package names
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"strings"
 )
 
-// RegistrationSecretName is "c-" + hex(sha256(clientID ‖ clientRandom)), cut to 63 characters.
+// RegistrationSecretName is "r-" + hex(sha256(len(clientID) ‖ clientID ‖ len(clientRandom) ‖
+// clientRandom)), lengths as 8-byte big-endian integers, cut to 63 characters. The length
+// prefixes make the encoding unambiguous: ("ab", "c") and ("a", "bc") get different names. The
+// prefix differs from the legacy "c-" so that no legacy name (a hash of arbitrary bytes) can
+// equal a current one.
 func RegistrationSecretName(clientID, clientRandom string) string {
+	h := sha256.New()
+	for _, f := range []string{clientID, clientRandom} {
+		_ = binary.Write(h, binary.BigEndian, uint64(len(f))) // a hash.Hash never fails to write
+		h.Write([]byte(f))
+	}
+	n := "r-" + hex.EncodeToString(h.Sum(nil))
+	return n[:min(len(n), 63)]
+}
+
+// LegacyRegistrationSecretName is the name agents before the length-prefixed encoding wait for:
+// "c-" + hex(sha256(clientID ‖ clientRandom)), ambiguous where the two fields meet. drover
+// answers a registration under it only when the registration lacks SecretNameAnnotation.
+func LegacyRegistrationSecretName(clientID, clientRandom string) string {
 	sum := sha256.Sum256([]byte(clientID + clientRandom))
 	n := "c-" + hex.EncodeToString(sum[:])
 	return n[:min(len(n), 63)]
+}
+
+// SecretNameAnnotation on a ClusterRegistration says which name the agent waits for its answer
+// under; agents set it to SecretNameLengthPrefixed. Without it the agent predates the
+// length-prefixed encoding and waits for LegacyRegistrationSecretName.
+const (
+	SecretNameAnnotation     = "fleet.drover.io/secret-name-encoding"
+	SecretNameLengthPrefixed = "length-prefixed"
+)
+
+// AnswerSecretName is the registration secret answering a registration with these annotations.
+func AnswerSecretName(annotations map[string]string, clientID, clientRandom string) string {
+	if annotations[SecretNameAnnotation] == SecretNameLengthPrefixed {
+		return RegistrationSecretName(clientID, clientRandom)
+	}
+	return LegacyRegistrationSecretName(clientID, clientRandom)
 }
 
 // KeyHash is the first 12 hex characters of the sha256 of s.
@@ -60,3 +94,18 @@ func ClusterAccessRole(cluster string) string { return SafeConcat("drover-cluste
 
 // AgentRole is the Role (and RoleBinding) in a cluster namespace for the request identity.
 const AgentRole = "drover-agent"
+
+// RenewalServiceAccount is the renewal identity in a cluster namespace (and its Role and
+// RoleBinding): it may only create ClusterRegistrations there, which re-register that one
+// cluster. Its token stays with the agent, so an agent whose request token expired (offline for
+// longer than its life) registers again without a bootstrap secret.
+const RenewalServiceAccount = "drover-renewal"
+
+// RenewalPrefix is the generateName of renewal registrations, which drover tells apart by it:
+// their request ServiceAccounts share the cluster namespace with those of other registrations
+// ("request-").
+const RenewalPrefix = "renew-"
+
+// RenewalTokenLabelValue is the registration-token label of objects made for renewal
+// registrations, which come with no ClusterRegistrationToken.
+const RenewalTokenLabelValue = "renewal"

@@ -43,8 +43,9 @@ type Reconciler struct {
 	Config config.Ref
 	// AllowNoTTL accepts tokens without a TTL (they still get short-lived, renewed import tokens).
 	AllowNoTTL bool
-	// ImportTokenTTL caps the lifetime of an issued import token (default 1h); it is renewed
-	// after two thirds of it.
+	// ImportTokenTTL is the lifetime of import tokens issued for tokens without spec.ttl
+	// (default 1h; renewed after two thirds of it). Tokens with a TTL get import tokens that
+	// live exactly as long as they do.
 	ImportTokenTTL time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -87,6 +88,18 @@ func (r *Reconciler) allTokens(ctx context.Context, _ client.Object) []reconcile
 	}
 	return reqs
 }
+
+// Tokens, their import identities (ServiceAccount, Role, RoleBinding, token Secret) and the
+// registration ConfigMap. The import identity's Role grants create on clusterregistrations, which
+// the server must hold itself (RBAC forbids granting a right one does not have).
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrationtokens,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrationtokens/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrationtokens/finalizers,verbs=update
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrations,verbs=create
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete;deletecollection
 
 // Reconcile issues or renews the token's import identity, or deletes it all at expiry.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -171,9 +184,13 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, tok *fleetv1alpha1.Clus
 		fleetv1alpha1.KeyClusterNamespace:            []byte(tok.Namespace),
 		fleetv1alpha1.KeySystemRegistrationNamespace: []byte(fleetv1alpha1.SystemRegistrationNamespace),
 	}
+	// The import token lives as long as the ClusterRegistrationToken: a copy of the values
+	// (a Helm install) works for the token's whole TTL, however slow the agent's first start.
+	// It can only register; deleting the token (or its expiry) deletes its ServiceAccount and
+	// with it every token issued. ImportTokenTTL applies to tokens without TTL.
 	ttl := r.ImportTokenTTL
 	if tok.Status.Expires != nil {
-		ttl = min(ttl, tok.Status.Expires.Sub(now))
+		ttl = tok.Status.Expires.Sub(now)
 	}
 	old := &corev1.Secret{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: tok.Namespace, Name: tok.Name}, old)
@@ -183,6 +200,9 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, tok *fleetv1alpha1.Clus
 	if err == nil && len(old.Data[fleetv1alpha1.KeyToken]) > 0 && sameSettings(old.Data, data) {
 		if exp, perr := time.Parse(time.RFC3339, old.Annotations[tokenExpiryAnnotation]); perr == nil {
 			renewAt := exp.Add(-ttl / 3)
+			if tok.Status.Expires != nil && !exp.Before(tok.Status.Expires.Add(-time.Minute)) {
+				renewAt = tok.Status.Expires.Time // it lives as long as the token: nothing to renew
+			}
 			if now.Before(renewAt) {
 				return renewAt, nil
 			}
@@ -199,6 +219,9 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, tok *fleetv1alpha1.Clus
 		return time.Time{}, fmt.Errorf("apply values secret: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Issued import token", "serviceAccount", sa, "expires", exp)
+	if tok.Status.Expires != nil {
+		return tok.Status.Expires.Time, nil
+	}
 	return exp.Add(-exp.Sub(now) / 3), nil
 }
 
