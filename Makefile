@@ -47,14 +47,17 @@ bench: tools ## Run the Go benchmarks and print their figures.
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRD manifests and the server's RBAC (config/rbac).
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=drover-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
+	@# charts/drover renders its ClusterRole/Role rules from this copy of the generated RBAC.
+	@if [ -d charts/drover ]; then mkdir -p charts/drover/files && cp config/rbac/role.yaml charts/drover/files/rbac-role.yaml; fi
 
 .PHONY: verify
 verify: generate ## Fail if generated files are stale, code is not gofmt-clean or go.mod is untidy.
-	@git diff --exit-code -- api config/crd || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
-	@test -z "$$(git ls-files --others --exclude-standard -- api config/crd)" || { echo "untracked generated files: run 'make generate' and commit"; exit 1; }
+	@git diff --exit-code -- api config/crd config/rbac charts/drover/files || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- api config/crd config/rbac charts/drover/files)" || { echo "untracked generated files: run 'make generate' and commit"; exit 1; }
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "not gofmt-clean (run gofmt -w):"; echo "$$out"; exit 1; }
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum untidy: run 'go mod tidy'"; exit 1; }
 	$(GO) vet ./...

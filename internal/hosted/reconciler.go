@@ -169,6 +169,14 @@ type pass struct {
 	observed, invalidConfig bool
 }
 
+// Hosted clusters, their cloud credential Secrets (metadata watched, values read on demand) and
+// an Event per provider operation.
+// +kubebuilder:rbac:groups=management.drover.io,resources=clusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=management.drover.io,resources=clusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=management.drover.io,resources=clusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Reconcile runs one pass for one Cluster.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.defaults()

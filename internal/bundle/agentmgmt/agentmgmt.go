@@ -56,6 +56,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// The agent management Bundle of each Cluster.
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=bundles,verbs=get;list;watch;create;update;patch;delete
+
 // Reconcile writes the Cluster's agent Bundle.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &fleetv1alpha1.Cluster{}
