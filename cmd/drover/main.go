@@ -4,6 +4,10 @@ package main
 import (
 	"os"
 
+	// drover's image has no OS files: these roots verify cloud APIs (EKS, AKS, GKE) when the
+	// system has no CA bundle; a mounted /etc/ssl/certs still wins.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/droverhq/drover/internal/cli"
 )
 

@@ -1,0 +1,211 @@
+package charts
+
+import (
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/droverhq/drover/internal/registration/config"
+	"github.com/droverhq/drover/internal/server"
+)
+
+const ns = server.SystemNamespace
+
+func into[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, out, true); err != nil {
+		t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return out
+}
+
+func serverContainer(t *testing.T, objs map[string]*unstructured.Unstructured) (*appsv1.Deployment, corev1.Container) {
+	t.Helper()
+	d := into[appsv1.Deployment](t, get(t, objs, "Deployment/"+ns+"/drover"))
+	if len(d.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("containers %v", d.Spec.Template.Spec.Containers)
+	}
+	return d, d.Spec.Template.Spec.Containers[0]
+}
+
+// generatedRoles are the server's generated RBAC (make generate), by kind.
+func generatedRoles(t *testing.T, path string) map[string][]rbacv1.PolicyRule {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]rbacv1.PolicyRule{}
+	for doc := range strings.SplitSeq(string(b), "\n---") {
+		var r rbacv1.ClusterRole // a Role has the same shape
+		if err := yaml.Unmarshal([]byte(doc), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Kind != "" {
+			out[r.Kind] = r.Rules
+		}
+	}
+	return out
+}
+
+func TestDroverChartDefaults(t *testing.T) {
+	t.Parallel()
+	lint(t, "drover", ns, nil)
+	c := load(t, "drover")
+	objs := mustRender(t, c, ns, nil)
+	image := "ghcr.io/droverhq/drover:" + c.AppVersion()
+
+	d, ctr := serverContainer(t, objs)
+	if *d.Spec.Replicas != 2 {
+		t.Errorf("replicas %d, want 2", *d.Spec.Replicas)
+	}
+	if ctr.Image != image {
+		t.Errorf("image %q, want %q", ctr.Image, image)
+	}
+	for _, arg := range []string{"server", "--leader-elect=true", "--install-crds=true", "--register-local=true", "--agent-image=" + image,
+		"--metrics-bind-address=:8080", "--health-probe-bind-address=$(POD_IP):8081"} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("args %v lack %s", ctr.Args, arg)
+		}
+	}
+	// Probes reach the pod IP, where the server listens.
+	if i := slices.IndexFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == "POD_IP" }); i < 0 || ctr.Env[i].ValueFrom.FieldRef.FieldPath != "status.podIP" {
+		t.Errorf("no POD_IP from status.podIP in %v", ctr.Env)
+	}
+	for probe, path := range map[*corev1.Probe]string{ctr.LivenessProbe: "/healthz", ctr.ReadinessProbe: "/readyz"} {
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.String() != "health" || probe.HTTPGet.Host != "" {
+			t.Errorf("probe %+v, want GET %s on the health port of the pod IP", probe, path)
+		}
+	}
+	if i := slices.IndexFunc(ctr.Ports, func(p corev1.ContainerPort) bool { return p.Name == "health" }); i < 0 || ctr.Ports[i].ContainerPort != 8081 {
+		t.Errorf("ports %v", ctr.Ports)
+	}
+	pod := d.Spec.Template.Spec
+	psc, sc := pod.SecurityContext, ctr.SecurityContext
+	if psc == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod securityContext %+v", psc)
+	}
+	if sc == nil || !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation ||
+		!reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("container securityContext %+v", sc)
+	}
+	if ctr.Resources.Requests.Cpu().IsZero() || ctr.Resources.Limits.Memory().IsZero() {
+		t.Errorf("resources %+v", ctr.Resources)
+	}
+	if a := pod.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
+		t.Errorf("affinity %+v, want preferred pod anti-affinity", pod.Affinity)
+	}
+	if pod.ServiceAccountName != "drover" {
+		t.Errorf("serviceAccountName %q", pod.ServiceAccountName)
+	}
+	get(t, objs, "ServiceAccount/"+ns+"/drover")
+
+	pdb := into[policyv1.PodDisruptionBudget](t, get(t, objs, "PodDisruptionBudget/"+ns+"/drover"))
+	if pdb.Spec.MinAvailable.IntValue() != 1 || !reflect.DeepEqual(pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
+		t.Errorf("PDB %+v", pdb.Spec)
+	}
+	svc := into[corev1.Service](t, get(t, objs, "Service/"+ns+"/drover-metrics"))
+	if !reflect.DeepEqual(svc.Spec.Selector, d.Spec.Selector.MatchLabels) || svc.Spec.Ports[0].TargetPort.String() != "metrics" {
+		t.Errorf("metrics Service %+v", svc.Spec)
+	}
+	for k := range objs {
+		if strings.HasPrefix(k, "ServiceMonitor/") {
+			t.Errorf("%s rendered by default", k)
+		}
+	}
+
+	// RBAC: the generated rules, bound to the ServiceAccount; the chart copy is current.
+	want := generatedRoles(t, "../config/rbac/role.yaml")
+	if !reflect.DeepEqual(generatedRoles(t, "drover/files/rbac-role.yaml"), want) {
+		t.Fatal("charts/drover/files/rbac-role.yaml differs from config/rbac/role.yaml: run make generate")
+	}
+	cr := into[rbacv1.ClusterRole](t, get(t, objs, "ClusterRole//drover-manager"))
+	if !reflect.DeepEqual(cr.Rules, want["ClusterRole"]) {
+		t.Errorf("ClusterRole rules differ from the generated ones")
+	}
+	if rules, ok := want["Role"]; ok {
+		r := into[rbacv1.Role](t, get(t, objs, "Role/"+ns+"/drover-manager"))
+		if !reflect.DeepEqual(r.Rules, rules) {
+			t.Errorf("Role rules differ from the generated ones")
+		}
+		into[rbacv1.RoleBinding](t, get(t, objs, "RoleBinding/"+ns+"/drover-manager"))
+	}
+	crb := into[rbacv1.ClusterRoleBinding](t, get(t, objs, "ClusterRoleBinding//drover-manager"))
+	if crb.RoleRef.Name != "drover-manager" || crb.Subjects[0].Name != "drover" || crb.Subjects[0].Namespace != ns {
+		t.Errorf("ClusterRoleBinding %+v", crb)
+	}
+	local := into[rbacv1.ClusterRoleBinding](t, get(t, objs, "ClusterRoleBinding//drover-local-agent"))
+	if local.Subjects[0].Name != "drover-local-agent" || local.Subjects[0].Namespace != "drover-local" {
+		t.Errorf("local agent binding %+v", local.Subjects)
+	}
+
+	cm := into[corev1.ConfigMap](t, get(t, objs, "ConfigMap/"+config.DefaultNamespace+"/"+config.DefaultName))
+	if len(cm.Data) != 0 {
+		t.Errorf("registration ConfigMap without settings has data %v", cm.Data)
+	}
+	for k, u := range objs {
+		b, _ := u.MarshalJSON()
+		if strings.Contains(string(b), ":latest") {
+			t.Errorf("%s names a :latest image", k)
+		}
+	}
+}
+
+func TestDroverChartValues(t *testing.T) {
+	t.Parallel()
+	const ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+	vals := map[string]any{
+		"image": "registry.example.com/drover:v9", "agentImage": "registry.example.com/drover-agent:v9",
+		"replicas": 3, "installCRDs": false, "leaderElection": false, "registerLocal": false,
+		"apiServerURL": "https://mgmt.example.com:6443", "apiServerCA": ca, "podAntiAffinity": "hard",
+		"extraArgs": []any{"--hosted-workers=16"},
+		"metrics":   map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}},
+	}
+	lint(t, "drover", ns, vals)
+	objs := mustRender(t, load(t, "drover"), ns, vals)
+	d, ctr := serverContainer(t, objs)
+	if *d.Spec.Replicas != 3 || ctr.Image != "registry.example.com/drover:v9" {
+		t.Errorf("replicas %d image %s", *d.Spec.Replicas, ctr.Image)
+	}
+	for _, arg := range []string{"--install-crds=false", "--leader-elect=false", "--register-local=false",
+		"--agent-image=registry.example.com/drover-agent:v9", "--hosted-workers=16"} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("args %v lack %s", ctr.Args, arg)
+		}
+	}
+	if a := d.Spec.Template.Spec.Affinity.PodAntiAffinity; a == nil || len(a.RequiredDuringSchedulingIgnoredDuringExecution) != 1 {
+		t.Errorf("podAntiAffinity hard: %+v", a)
+	}
+	cm := into[corev1.ConfigMap](t, get(t, objs, "ConfigMap/"+config.DefaultNamespace+"/"+config.DefaultName))
+	if cm.Data[config.KeyAPIServerURL] != "https://mgmt.example.com:6443" || cm.Data[config.KeyAPIServerCA] != ca {
+		t.Errorf("registration ConfigMap %v", cm.Data)
+	}
+	sm := get(t, objs, "ServiceMonitor/"+ns+"/drover")
+	if sm.GetLabels()["release"] != "prom" {
+		t.Errorf("ServiceMonitor labels %v", sm.GetLabels())
+	}
+	if _, ok := objs["ClusterRoleBinding//drover-local-agent"]; ok {
+		t.Error("registerLocal=false still binds the local agent")
+	}
+}
+
+// TestDroverChartNamespace: the server keeps its lease and settings in drover-system, so the
+// chart refuses another namespace instead of installing a server that cannot find them.
+func TestDroverChartNamespace(t *testing.T) {
+	t.Parallel()
+	_, err := render(t, load(t, "drover"), "default", nil)
+	if err == nil || !strings.Contains(err.Error(), "drover-system") {
+		t.Fatalf("render into default: %v, want an error naming drover-system", err)
+	}
+}
