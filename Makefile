@@ -72,6 +72,13 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (config: .golangci.yml).
 build: ## Build bin/drover.
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/drover ./cmd/drover
 
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+
+.PHONY: image
+image: ## Build drover's image offline into bin/drover-image.tar (docker load -i; tag: $(VERSION), non-root, reproducible).
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$(IMAGE_ARCH)/drover ./cmd/drover
+	$(GO) run ./hack/image --binary $(BIN)/linux-$(IMAGE_ARCH)/drover --tag $(VERSION) --commit $(COMMIT) --arch $(IMAGE_ARCH) --output $(BIN)/drover-image.tar
+
 .PHONY: tools
 tools: ## Build the pinned Kubernetes binaries (apiserver, controller-manager, scheduler, kubectl, etcd, kwok) into bin/k8s once.
 	hack/kube-bins/build.sh $(KUBE_BIN)
