@@ -18,7 +18,8 @@ GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 export KUBEBUILDER_ASSETS   := $(KUBE_BIN)
 export DROVER_KUBE_BIN_DIR  := $(KUBE_BIN)
 
-GO_TEST_FLAGS ?= -timeout 30m
+# -race: every test runs under the race detector (benchmarks only run with `make bench`, without it).
+GO_TEST_FLAGS ?= -race -timeout 30m
 
 # drover's version: the tag on HEAD (v1.2.3), else the nearest tag plus commits
 # (v1.2.3-4-gabcdef), else v0.0.0-dev. Agents default to the image of this version.
@@ -39,7 +40,7 @@ run: build tools ## Build, then start drover server on the embedded control plan
 	$(BIN)/drover server --data-dir $(DATA_DIR) --bin-dir $(KUBE_BIN)
 
 .PHONY: test
-test: tools ## Run every test (unit, envtest integration, end-to-end).
+test: tools ## Run every test (unit, envtest integration, end-to-end) with the race detector.
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
