@@ -92,6 +92,10 @@ type Observation struct {
 	Creating, Updating, Deleting bool
 	// Why says what is in progress, for the Updating condition.
 	Why string
+	// External describes an update in progress that drover did not start (the console,
+	// Terraform): drover pushes nothing and reports the cluster not in sync until it ends, then
+	// adopts its result. Updating is set with it.
+	External string
 	// Failed is set when the provider reports the cluster failed, with its message.
 	Failed        bool
 	FailedMessage string
@@ -102,6 +106,9 @@ type Observation struct {
 	// Details are provider facts worth showing (ARN, endpoint).
 	Details map[string]string
 }
+
+// ReasonExternalUpdate is the Synced reason while an update drover did not start is running.
+const ReasonExternalUpdate = "ExternalUpdate"
 
 // Error kinds the engine reacts to.
 var (

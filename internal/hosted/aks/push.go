@@ -159,15 +159,18 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 		return handled, &hosted.Started{ID: operationID(op), What: fmt.Sprintf("%s on AKS cluster %s (%s)", op, name, merge.Describe(handled))}, nil
 	}
 
+	// Every write is a read-modify-write of what Observe read, so it carries the eTag read
+	// (If-Match): a change made meanwhile elsewhere fails it with 412 instead of being overwritten,
+	// and the next pass re-reads and merges again.
 	tags := merge.Under(push, "tags")
 	clusterPut := append(merge.Under(push, "kubernetesVersion"), merge.Under(push, "authorizedIPRanges")...)
 	if len(clusterPut) > 0 {
 		mc := s.clusterBody(eff)
-		_, err := s.clusters.BeginCreateOrUpdate(ctx, rg, name, mc, nil)
+		_, err := s.clusters.BeginCreateOrUpdate(ctx, rg, name, mc, &armcontainerservice.ManagedClustersClientBeginCreateOrUpdateOptions{IfMatch: s.mc.ETag})
 		return start("ManagedClusters.CreateOrUpdate", append(clusterPut, tags...), err)
 	}
 	if len(tags) > 0 {
-		_, err := s.clusters.BeginUpdateTags(ctx, rg, name, armcontainerservice.TagsObject{Tags: toPtrMap(orEmpty(eff.Tags))}, nil)
+		_, err := s.clusters.BeginUpdateTags(ctx, rg, name, armcontainerservice.TagsObject{Tags: toPtrMap(orEmpty(eff.Tags))}, &armcontainerservice.ManagedClustersClientBeginUpdateTagsOptions{IfMatch: s.mc.ETag})
 		return start("ManagedClusters.UpdateTags", tags, err)
 	}
 
@@ -233,13 +236,16 @@ func (s *session) Push(ctx context.Context, _ *v1.Cluster, push []merge.Change, 
 		return start("AgentPools.Delete "+n, byPool[n], err)
 	}
 	var base *armcontainerservice.ManagedClusterAgentPoolProfileProperties
+	// A new pool must not exist yet (If-None-Match), an existing one must be as read (If-Match).
+	opts := &armcontainerservice.AgentPoolsClientBeginCreateOrUpdateOptions{IfNoneMatch: to.Ptr("*")}
 	if _, exists := upMode[n]; exists {
 		base = &armcontainerservice.ManagedClusterAgentPoolProfileProperties{}
 		if err := convert(s.profile(n), base); err != nil {
 			return nil, nil, err
 		}
+		opts = &armcontainerservice.AgentPoolsClientBeginCreateOrUpdateOptions{IfMatch: s.profile(n).ETag}
 	}
-	_, err = s.pools.BeginCreateOrUpdate(ctx, rg, name, n, armcontainerservice.AgentPool{Properties: poolBody(base, np)}, nil)
+	_, err = s.pools.BeginCreateOrUpdate(ctx, rg, name, n, armcontainerservice.AgentPool{Properties: poolBody(base, np)}, opts)
 	return start("AgentPools.CreateOrUpdate "+n, byPool[n], err)
 }
 

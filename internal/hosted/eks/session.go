@@ -26,6 +26,7 @@ type API interface {
 	UpdateClusterConfig(context.Context, *awseks.UpdateClusterConfigInput, ...func(*awseks.Options)) (*awseks.UpdateClusterConfigOutput, error)
 	UpdateClusterVersion(context.Context, *awseks.UpdateClusterVersionInput, ...func(*awseks.Options)) (*awseks.UpdateClusterVersionOutput, error)
 	DescribeUpdate(context.Context, *awseks.DescribeUpdateInput, ...func(*awseks.Options)) (*awseks.DescribeUpdateOutput, error)
+	ListUpdates(context.Context, *awseks.ListUpdatesInput, ...func(*awseks.Options)) (*awseks.ListUpdatesOutput, error)
 	ListNodegroups(context.Context, *awseks.ListNodegroupsInput, ...func(*awseks.Options)) (*awseks.ListNodegroupsOutput, error)
 	DescribeNodegroup(context.Context, *awseks.DescribeNodegroupInput, ...func(*awseks.Options)) (*awseks.DescribeNodegroupOutput, error)
 	CreateNodegroup(context.Context, *awseks.CreateNodegroupInput, ...func(*awseks.Options)) (*awseks.CreateNodegroupOutput, error)
@@ -71,8 +72,9 @@ func isNotFound(err error) bool {
 }
 
 // Observe implements hosted.Session: DescribeCluster, ListNodegroups and one DescribeNodegroup
-// per group (the steady-state budget), plus DescribeUpdate for updates drover started and has
-// not seen finish — EKS reports ACTIVE for a while after accepting an update.
+// per group, ListUpdates for the cluster and each group (the steady-state budget), plus
+// DescribeUpdate for updates drover started and has not seen finish and for updates started
+// elsewhere not yet seen finished — EKS reports ACTIVE for a while after accepting an update.
 func (s *session) Observe(ctx context.Context, c *v1.Cluster) (*hosted.Observation, error) {
 	name := s.cfg.DisplayName
 	out, err := s.api.DescribeCluster(ctx, &awseks.DescribeClusterInput{Name: &name})
@@ -131,6 +133,11 @@ func (s *session) Observe(ctx context.Context, c *v1.Cluster) (*hosted.Observati
 				obs.FailedOps = map[string]string{}
 			}
 			obs.FailedOps[id] = fmt.Sprintf("EKS update %s %s: %s", u.Update.Type, u.Update.Status, strings.Join(msgs, "; "))
+		}
+	}
+	if cl.Status == types.ClusterStatusActive || cl.Status == types.ClusterStatusUpdating {
+		if err := s.observeExternal(ctx, c, obs); err != nil {
+			return nil, err
 		}
 	}
 	tree, err := hosted.ToTree(up)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/auth"
 	"cloud.google.com/go/auth/credentials"
@@ -53,7 +54,12 @@ var DefaultOAuthScopes = []string{
 }
 
 // Provider is the GKE provider.
-type Provider struct{}
+type Provider struct {
+	// OperationsMaxAge is how long one operations.list answer serves every cluster of its
+	// location when looking for operations drover did not start: zero means
+	// DefaultOperationsMaxAge, negative lists on every pass.
+	OperationsMaxAge time.Duration
+}
 
 var _ hosted.Provider = Provider{}
 
@@ -135,7 +141,7 @@ func location(cfg *v1.GKEClusterConfig) string {
 
 // Connect implements hosted.Provider. API calls go through the engine's rate-limited transport,
 // under the authorization layer; the token exchange does not count against the project quota.
-func (Provider) Connect(ctx context.Context, c *v1.Cluster, s *corev1.Secret, transport hosted.Transport) (hosted.Session, error) {
+func (p Provider) Connect(ctx context.Context, c *v1.Cluster, s *corev1.Secret, transport hosted.Transport) (hosted.Session, error) {
 	cfg := c.Spec.GKEConfig
 	key := s.Data[KeyServiceAccountJSON]
 	if len(key) == 0 {
@@ -152,10 +158,16 @@ func (Provider) Connect(ctx context.Context, c *v1.Cluster, s *corev1.Secret, tr
 		return nil, &hosted.FieldError{Field: "gkeConfig.credentialSecret", Reason: v1.ReasonSecretInvalid,
 			Message: fmt.Sprintf("Secret %s/%s key %s is not a usable service-account JSON key: %v", s.Namespace, s.Name, KeyServiceAccountJSON, err)}
 	}
+	maxAge := p.OperationsMaxAge
+	if maxAge == 0 {
+		maxAge = DefaultOperationsMaxAge
+	}
 	return &session{
-		api:    &sdkAPI{svc: svc},
-		cfg:    cfg,
-		parent: "projects/" + cfg.ProjectID + "/locations/" + location(cfg),
+		api:       &sdkAPI{svc: svc},
+		cfg:       cfg,
+		parent:    "projects/" + cfg.ProjectID + "/locations/" + location(cfg),
+		client:    svc,
+		opsMaxAge: maxAge,
 	}, nil
 }
 

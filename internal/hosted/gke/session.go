@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/auth"
 	"github.com/googleapis/gax-go/v2/apierror"
@@ -40,6 +41,7 @@ type API interface {
 	SetNodePoolAutoscaling(ctx context.Context, name string, req *container.SetNodePoolAutoscalingRequest) (*container.Operation, error)
 	SetNodePoolManagement(ctx context.Context, name string, req *container.SetNodePoolManagementRequest) (*container.Operation, error)
 	GetOperation(ctx context.Context, name string) (*container.Operation, error)
+	ListOperations(ctx context.Context, parent string) ([]*container.Operation, error)
 }
 
 // sdkAPI implements API with the container/v1 client.
@@ -109,6 +111,10 @@ type session struct {
 	api    API
 	cfg    *v1.GKEClusterConfig
 	parent string // projects/P/locations/L
+	// client identifies the SDK client (one per credential Secret version) and opsMaxAge is
+	// Provider.OperationsMaxAge, for the shared list of running operations.
+	client    any
+	opsMaxAge time.Duration
 	// Filled by Observe for Push and Delete.
 	labelFingerprint string
 	maintenanceRV    string
@@ -201,8 +207,10 @@ func isNotFound(err error) bool {
 	return errors.As(err, &ge) && ge.Code == http.StatusNotFound
 }
 
-// Observe implements hosted.Session: one clusters.get (the steady-state budget), plus
-// operations.get for operations drover started and has not seen finish.
+// Observe implements hosted.Session: one clusters.get (the steady-state budget), operations.get
+// for operations drover started and has not seen finish, and the location's running operations
+// (one operations.list shared by its clusters, see Provider.OperationsMaxAge) for operations
+// started elsewhere.
 func (s *session) Observe(ctx context.Context, c *v1.Cluster) (*hosted.Observation, error) {
 	cl, err := s.api.GetCluster(ctx, s.clusterName())
 	if isNotFound(err) {
@@ -261,6 +269,11 @@ func (s *session) Observe(ctx context.Context, c *v1.Cluster) (*hosted.Observati
 				obs.FailedOps = map[string]string{}
 			}
 			obs.FailedOps[id] = fmt.Sprintf("GKE operation %s (%s): %s", id, op.OperationType, msg)
+		}
+	}
+	if cl.Status == "RUNNING" || cl.Status == "RECONCILING" {
+		if err := s.observeExternal(ctx, c, obs); err != nil {
+			return nil, err
 		}
 	}
 	tree, err := hosted.ToTree(s.upstream(cl))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/auth"
 	container "google.golang.org/api/container/v1"
@@ -32,6 +33,9 @@ type gkeHarness struct {
 	simClock *simcore.ManualClock
 	console  *container.Service
 	key      []byte // drover's key, in the Secret "cred"
+	// statusLag keeps a cluster RUNNING for a while after an update starts (simulator option);
+	// opsMaxAge is the provider's OperationsMaxAge.
+	statusLag, opsMaxAge time.Duration
 }
 
 // gkeEnv is an env with the GKE simulator, for the GKE-specific tests.
@@ -40,16 +44,19 @@ type gkeEnv struct {
 	*gkeHarness
 }
 
-func newGKEEnv(t *testing.T) *gkeEnv {
-	h := &gkeHarness{}
+func newGKEEnv(t *testing.T) *gkeEnv { return newGKEEnvWith(t, &gkeHarness{}) }
+
+func newGKEEnvWith(t *testing.T, h *gkeHarness) *gkeEnv {
 	return &gkeEnv{env: newEnv(t, h), gkeHarness: h}
 }
 
 func (h *gkeHarness) name() string              { return "gke" }
-func (h *gkeHarness) provider() hosted.Provider { return gke.Provider{} }
+func (h *gkeHarness) provider() hosted.Provider {
+	return gke.Provider{OperationsMaxAge: h.opsMaxAge}
+}
 
 func (h *gkeHarness) setup(t *testing.T, e *env) {
-	h.sim = gkesim.NewTestServer(t, gkesim.Options{Clock: e.simTime, Delay: simDelay})
+	h.sim = gkesim.NewTestServer(t, gkesim.Options{Clock: e.simTime, Delay: simDelay, StatusLag: h.statusLag})
 	h.simClock = e.simTime
 	var err error
 	if h.key, err = h.sim.NewServiceAccountKey("drover@drover-test.iam.gserviceaccount.com", gkeProject); err != nil {

@@ -99,18 +99,26 @@ func (s *Server) handlePutCluster(w http.ResponseWriter, r *http.Request, rt *ro
 	var op *operation
 	var e *apiError
 	if c == nil {
+		e = checkPrecondition(r, "managed cluster", rt.name, "", false)
+	} else {
+		e = checkPrecondition(r, "managed cluster", rt.name, c.etag, true)
+	}
+	switch {
+	case e != nil:
+	case c == nil:
 		status = http.StatusCreated
 		c, op, e = s.createCluster(rt, &req, tok, now)
 		if e == nil {
 			s.insert(key, c)
 		}
-	} else {
+	default:
 		op, e = s.updateCluster(c, &req, now)
 	}
 	if e != nil {
 		s.errorLocked(w, e)
 		return
 	}
+	c.touch()
 	s.setAsyncHeaders(w, r, rt, op, false)
 	s.respondLocked(w, status, c.render())
 }
@@ -461,11 +469,15 @@ func (s *Server) handleUpdateTags(w http.ResponseWriter, r *http.Request, rt *ro
 	now := s.now()
 	s.mu.Lock()
 	c := s.lookup(rt.key(), now)
-	switch {
-	case c == nil:
+	if c == nil {
 		s.errorLocked(w, notFound(rt))
 		return
-	case isBusy(c.state):
+	}
+	if e := checkPrecondition(r, "managed cluster", rt.name, c.etag, true); e != nil {
+		s.errorLocked(w, e)
+		return
+	}
+	if isBusy(c.state) {
 		s.errorLocked(w, c.conflict())
 		return
 	}
@@ -474,6 +486,7 @@ func (s *Server) handleUpdateTags(w http.ResponseWriter, r *http.Request, rt *ro
 		return
 	}
 	c.mc.Tags = maps.Clone(req.Tags)
+	c.touch()
 	op := s.startClusterOp(c, stateUpdating, now)
 	s.setAsyncHeaders(w, r, rt, op, false)
 	s.respondLocked(w, http.StatusOK, c.render())
@@ -489,6 +502,10 @@ func (s *Server) handleDeleteCluster(w http.ResponseWriter, r *http.Request, rt 
 	if c == nil {
 		s.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if e := checkPrecondition(r, "managed cluster", rt.name, c.etag, true); e != nil {
+		s.errorLocked(w, e)
 		return
 	}
 	op := s.ops[c.opID]

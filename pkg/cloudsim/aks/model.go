@@ -9,6 +9,7 @@ package aks
 // as if the resource provider ignored it.
 
 type managedCluster struct {
+	ETag       string             `json:"eTag,omitempty"`
 	ID         string             `json:"id,omitempty"`
 	Name       string             `json:"name,omitempty"`
 	Type       string             `json:"type,omitempty"`
@@ -110,6 +111,7 @@ type apiServerAccessProfile struct {
 // poolProperties is ManagedClusterAgentPoolProfileProperties: the body of an agent pool, both
 // inside a cluster's agentPoolProfiles and as the properties of an AgentPool resource.
 type poolProperties struct {
+	ETag                       string            `json:"eTag,omitempty"`
 	Count                      *int32            `json:"count,omitempty"`
 	VMSize                     string            `json:"vmSize,omitempty"`
 	OSDiskSizeGB               *int32            `json:"osDiskSizeGB,omitempty"`

@@ -61,6 +61,17 @@ func (s *Server) handlePutPool(w http.ResponseWriter, r *http.Request, rt *route
 		s.errorLocked(w, parentNotFound(rt))
 		return
 	}
+	old := c.pool(rt.pool)
+	var e *apiError
+	if old == nil {
+		e = checkPrecondition(r, "agent pool", rt.pool, "", false)
+	} else {
+		e = checkPrecondition(r, "agent pool", rt.pool, old.etag, true)
+	}
+	if e != nil {
+		s.errorLocked(w, e)
+		return
+	}
 	p, op, status, e := s.putPool(c, rt, &req, now)
 	if e != nil {
 		s.errorLocked(w, e)
@@ -104,6 +115,7 @@ func (s *Server) putPool(c *cluster, rt *route, req *agentPool, now time.Time) (
 		c.pools = append(c.pools, p)
 	}
 	p.props, p.target = pp, target
+	p.etag = newUUID() // a pool write changes the pool's eTag only
 	startPoolOp(p, state, op)
 	return p, op, status, nil
 }
@@ -132,6 +144,10 @@ func (s *Server) handleDeletePool(w http.ResponseWriter, r *http.Request, rt *ro
 	if p == nil {
 		s.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if e := checkPrecondition(r, "agent pool", rt.pool, p.etag, true); e != nil {
+		s.errorLocked(w, e)
 		return
 	}
 	op := s.ops[p.opID]

@@ -89,6 +89,7 @@ type Server struct {
 
 	reqSeq atomic.Uint64
 	errSeq atomic.Uint64
+	hook   atomic.Pointer[func(op string, r *http.Request)]
 
 	srvMu sync.Mutex
 	srv   *http.Server
@@ -236,10 +237,24 @@ func (s *Server) requestID() string {
 	return fmt.Sprintf("00000000-0000-4000-8000-%012x", n)
 }
 
+// SetRequestHook installs f (nil removes it), called with each request's operation name before
+// the request is handled and without any simulator lock held: tests use it to act between two
+// calls of a client, e.g. a change in the console between drover's GET and its PUT.
+func (s *Server) SetRequestHook(f func(op string, r *http.Request)) {
+	if f == nil {
+		s.hook.Store(nil)
+		return
+	}
+	s.hook.Store(&f)
+}
+
 // ServeHTTP routes one request: count it, apply injected faults, authenticate, then handle.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := parseRoute(r)
 	s.counters.Inc(rt.op)
+	if f := s.hook.Load(); f != nil {
+		(*f)(rt.op, r)
+	}
 	h := w.Header()
 	id := s.requestID()
 	h["X-Ms-Request-Id"] = []string{id}

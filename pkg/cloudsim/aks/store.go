@@ -3,6 +3,7 @@ package aks
 import (
 	"crypto/rand"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -52,6 +53,9 @@ type cluster struct {
 	opStart, opEnd time.Time
 	cur, target    kubeVersion // running version, and the one the operation moves to
 	failNext       *errorBody  // set by FailNextOperation
+	// etag changes with every accepted write of the cluster (and then of all its pools too, as
+	// on AKS); clients send it back in If-Match to make a read-modify-write safe.
+	etag string
 }
 
 type pool struct {
@@ -62,6 +66,7 @@ type pool struct {
 	opID        string
 	opEnd       time.Time
 	cur, target kubeVersion
+	etag        string // changes with every accepted write of the pool or of its cluster
 }
 
 // operation is an ARM asynchronous operation, polled through Azure-AsyncOperation.
@@ -146,6 +151,36 @@ func (c *cluster) location() string {
 	return strings.ToLower(strings.ReplaceAll(c.mc.Location, " ", ""))
 }
 
+// touch gives the cluster, and every pool, a new eTag: a cluster-level write changes both.
+func (c *cluster) touch() {
+	c.etag = newUUID()
+	for _, p := range c.pools {
+		p.etag = newUUID()
+	}
+}
+
+// checkPrecondition applies If-Match and If-None-Match to a write of a resource whose current
+// eTag is etag (exists false: the resource does not exist). A mismatch is 412, as on AKS.
+func checkPrecondition(r *http.Request, kind, name, etag string, exists bool) *apiError {
+	if v := r.Header.Get("If-None-Match"); v == "*" && exists {
+		return errorf(http.StatusPreconditionFailed, "PreconditionFailed",
+			"The %s '%s' already exists, but the request carries If-None-Match: *.", kind, name)
+	}
+	v := r.Header.Get("If-Match")
+	if v == "" {
+		return nil
+	}
+	switch {
+	case !exists:
+		return errorf(http.StatusPreconditionFailed, "PreconditionFailed",
+			"The %s '%s' does not exist, but the request carries If-Match: %s.", kind, name, v)
+	case v != "*" && strings.Trim(v, `"`) != etag:
+		return errorf(http.StatusPreconditionFailed, "PreconditionFailed",
+			"Operation is not allowed because the eTag '%s' in the If-Match header does not match the current eTag '%s' of %s '%s': it was changed since it was read. Read it again and retry.", v, etag, kind, name)
+	}
+	return nil
+}
+
 // clusterConflict is AKS's answer to a mutation while the cluster has an operation running.
 func (c *cluster) conflict() *apiError {
 	return errorf(409, "OperationNotAllowed",
@@ -172,6 +207,7 @@ func (c *cluster) render() managedCluster {
 		props.AgentPoolProfiles[i] = agentPoolProfile{Name: p.name, poolProperties: p.render()}
 	}
 	mc.Properties = &props
+	mc.ETag = c.etag
 	mc.ID = c.id()
 	mc.Type = "Microsoft.ContainerService/ManagedClusters"
 	return mc
@@ -179,6 +215,7 @@ func (c *cluster) render() managedCluster {
 
 func (p *pool) render() poolProperties {
 	pp := p.props
+	pp.ETag = p.etag
 	pp.ProvisioningState = p.state
 	pp.PowerState = running
 	pp.CurrentOrchestratorVersion = p.cur.String()

@@ -18,7 +18,8 @@
 // update is InProgress for Delay while its cluster or node group is UPDATING, and its new
 // values appear when it completes; one update at a time per resource, a second one is refused
 // with 409 ResourceInUseException. Options.UpdateStatusLag reproduces EKS reporting ACTIVE
-// for a few seconds after accepting an update. Transitions are applied lazily when a resource
+// for a few seconds after accepting an update (of a cluster or a node group): only ListUpdates
+// and DescribeUpdate show it meanwhile, as on EKS. Transitions are applied lazily when a resource
 // is next touched (see simcore), so nothing runs in the background.
 //
 // Every call is counted per operation in Counters, and every authenticated call passes

@@ -517,4 +517,34 @@ func TestUpdateStatusLag(t *testing.T) {
 	if c := e.describe(t, *name); c.Status != types.ClusterStatusActive || aws.ToString(c.Version) != "1.33" {
 		t.Fatalf("after the update: %s %s, want ACTIVE 1.33", c.Status, aws.ToString(c.Version))
 	}
+
+	// Node groups lag the same way.
+	ng := aws.String("workers")
+	if _, err := e.client.CreateNodegroup(ctx, &awseks.CreateNodegroupInput{ClusterName: name, NodegroupName: ng, NodeRole: aws.String(nodeRole), Subnets: subnets}); err != nil {
+		t.Fatalf("CreateNodegroup: %v", err)
+	}
+	e.settle()
+	nu, err := e.client.UpdateNodegroupConfig(ctx, &awseks.UpdateNodegroupConfigInput{ClusterName: name, NodegroupName: ng, ScalingConfig: &types.NodegroupScalingConfig{DesiredSize: aws.Int32(3), MaxSize: aws.Int32(3)}})
+	if err != nil {
+		t.Fatalf("UpdateNodegroupConfig: %v", err)
+	}
+	if g := e.describeNodegroup(t, *name, *ng); g.Status != types.NodegroupStatusActive || aws.ToInt32(g.ScalingConfig.DesiredSize) == 3 {
+		t.Fatalf("node group right after the update: %s desired %d, want ACTIVE with the old size", g.Status, aws.ToInt32(g.ScalingConfig.DesiredSize))
+	}
+	list, err := e.client.ListUpdates(ctx, &awseks.ListUpdatesInput{Name: name, NodegroupName: ng})
+	if err != nil || !slices.Contains(list.UpdateIds, aws.ToString(nu.Update.Id)) {
+		t.Fatalf("ListUpdates(node group) = %v, %v; want it to list %s", list, err, aws.ToString(nu.Update.Id))
+	}
+	du, err = e.client.DescribeUpdate(ctx, &awseks.DescribeUpdateInput{Name: name, NodegroupName: ng, UpdateId: nu.Update.Id})
+	if err != nil || du.Update.Status != types.UpdateStatusInProgress {
+		t.Fatalf("DescribeUpdate(node group) = %v, %v; want InProgress", du, err)
+	}
+	e.clock.Advance(lag)
+	if s := e.describeNodegroup(t, *name, *ng).Status; s != types.NodegroupStatusUpdating {
+		t.Fatalf("node group after the lag: %s, want UPDATING", s)
+	}
+	e.settle()
+	if g := e.describeNodegroup(t, *name, *ng); g.Status != types.NodegroupStatusActive || aws.ToInt32(g.ScalingConfig.DesiredSize) != 3 {
+		t.Fatalf("node group after the update: %s desired %d, want ACTIVE 3", g.Status, aws.ToInt32(g.ScalingConfig.DesiredSize))
+	}
 }

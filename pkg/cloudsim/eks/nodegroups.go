@@ -393,9 +393,13 @@ func (s *Server) updateNodegroupVersion(c *call) (any, error) {
 
 func (s *Server) startNodegroupUpdate(ng *nodegroup, now time.Time, typ string, params []UpdateParam, token string, apply func(time.Time)) *update {
 	u := s.newUpdate(now, typ, params, token, apply)
+	u.busyAt = now.Add(s.statusLag)
 	ng.updates = append(ng.updates, u)
 	ng.pending = u
-	ng.status, ng.modifiedAt = StatusUpdating, now
+	ng.modifiedAt = now
+	if s.statusLag == 0 {
+		ng.status = StatusUpdating
+	}
 	return u
 }
 

@@ -43,9 +43,10 @@ type Options struct {
 	// Delay is how long creating, updating and deleting take. Zero means DefaultDelay; a
 	// negative value makes every transition finish by the next call.
 	Delay time.Duration
-	// UpdateStatusLag is how long a cluster keeps reporting ACTIVE after accepting an update
-	// (real EKS does so for a few seconds, which is why callers must also check ListUpdates);
-	// zero reports UPDATING at once. The update is InProgress, and blocks others, throughout.
+	// UpdateStatusLag is how long a cluster or node group keeps reporting ACTIVE after
+	// accepting an update (real EKS does so for a few seconds, which is why callers must also
+	// check ListUpdates); zero reports UPDATING at once. The update is InProgress, and blocks
+	// others, throughout.
 	UpdateStatusLag time.Duration
 	// Clock drives the state machines; nil means the wall clock.
 	Clock simcore.Clock

@@ -200,13 +200,18 @@ func (ng *nodegroup) settle(now time.Time) (gone bool) {
 	case ng.status == StatusDeleting && !now.Before(ng.doneAt):
 		return true
 	}
-	if u := ng.pending; u != nil && !now.Before(u.endsAt) {
-		u.finish(now)
-		ng.pending = nil
-		if ng.status == StatusUpdating {
-			ng.status = StatusActive
+	if u := ng.pending; u != nil {
+		switch {
+		case !now.Before(u.endsAt):
+			u.finish(now)
+			ng.pending = nil
+			if ng.status == StatusUpdating {
+				ng.status = StatusActive
+			}
+			ng.modifiedAt = u.endsAt
+		case ng.status == StatusActive && !now.Before(u.busyAt):
+			ng.status = StatusUpdating
 		}
-		ng.modifiedAt = u.endsAt
 	}
 	return false
 }

@@ -335,6 +335,7 @@ func (s *Server) mutateCluster(rt *route, opType string, prepare prepareFunc) ([
 	if aerr != nil {
 		return nil, aerr
 	}
+	before := statusesOf(rec.c)
 	apply, aerr := prepare(rec)
 	if aerr != nil {
 		return nil, aerr
@@ -345,6 +346,13 @@ func (s *Server) mutateCluster(rt *route, opType string, prepare prepareFunc) ([
 		target += "/nodePools/" + rt.pool
 	}
 	c.Status = "RECONCILING"
+	if s.lag > 0 {
+		// Show the old statuses until the lag has passed (see advance).
+		defer func() {
+			rec.op.busy, rec.op.busyAt = statusesOf(c), s.clock.Now().Add(s.lag)
+			before.applyTo(c)
+		}()
+	}
 	return s.startOp(rec, opType, target, func(fail string) {
 		c.Status = "RUNNING"
 		for _, np := range c.NodePools {

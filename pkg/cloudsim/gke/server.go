@@ -27,6 +27,11 @@ type Options struct {
 	Versions []string
 	// TokenTTL is the lifetime of an access token from /token. Default 1h, as Google's.
 	TokenTTL time.Duration
+	// StatusLag is how long a cluster and its node pools keep their status (RUNNING) after an
+	// update operation starts: GKE does not show every operation in the cluster's status at
+	// once (or at all, for some), so callers must also list operations. Zero shows RECONCILING
+	// at once. The operation is RUNNING, and blocks others, throughout.
+	StatusLag time.Duration
 }
 
 // Server simulates the GKE container/v1 REST API and Google's OAuth2 token endpoint. It is an
@@ -34,6 +39,7 @@ type Options struct {
 // option.WithEndpoint (see ClientOptions). It is safe for concurrent use.
 type Server struct {
 	delay    time.Duration
+	lag      time.Duration
 	clock    simcore.Clock
 	faults   *simcore.Faults
 	versions versionSet
@@ -72,6 +78,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		delay:    opts.Delay,
+		lag:      max(opts.StatusLag, 0),
 		clock:    opts.Clock,
 		faults:   opts.Faults,
 		versions: vs,

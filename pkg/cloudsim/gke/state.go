@@ -44,6 +44,33 @@ type opRec struct {
 	fail    string
 	// finish applies the operation; failMsg is non-empty when it fails.
 	finish func(failMsg string)
+	// busy holds the statuses the cluster and its pools show from busyAt on, while the
+	// operation runs (Options.StatusLag); nil once shown, or without a lag.
+	busy   *statuses
+	busyAt time.Time
+}
+
+// statuses are the status of a cluster and of each of its node pools.
+type statuses struct {
+	cluster string
+	pools   map[string]string
+}
+
+func statusesOf(c *container.Cluster) *statuses {
+	st := &statuses{cluster: c.Status, pools: make(map[string]string, len(c.NodePools))}
+	for _, np := range c.NodePools {
+		st.pools[np.Name] = np.Status
+	}
+	return st
+}
+
+func (st *statuses) applyTo(c *container.Cluster) {
+	c.Status = st.cluster
+	for _, np := range c.NodePools {
+		if s, ok := st.pools[np.Name]; ok {
+			np.Status = s
+		}
+	}
 }
 
 const timeFormat = time.RFC3339Nano
@@ -51,6 +78,11 @@ const timeFormat = time.RFC3339Nano
 // advance applies the cluster's operation if it has ended.
 func (s *Server) advance(rec *clusterRec, now time.Time) {
 	op := rec.op
+	if op != nil && op.busy != nil && !now.Before(op.busyAt) && now.Before(op.end) {
+		op.busy.applyTo(rec.c)
+		op.busy = nil
+		rec.json = nil
+	}
 	if op == nil || now.Before(op.end) {
 		return
 	}
