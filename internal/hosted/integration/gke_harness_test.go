@@ -50,7 +50,7 @@ func newGKEEnvWith(t *testing.T, h *gkeHarness) *gkeEnv {
 	return &gkeEnv{env: newEnv(t, h), gkeHarness: h}
 }
 
-func (h *gkeHarness) name() string              { return "gke" }
+func (h *gkeHarness) name() string { return "gke" }
 func (h *gkeHarness) provider() hosted.Provider {
 	return gke.Provider{OperationsMaxAge: h.opsMaxAge}
 }
