@@ -103,7 +103,7 @@ func Write(o Options, output string) error {
 	if err != nil {
 		return fmt.Errorf("image digest: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(output), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(output), 0o750); err != nil {
 		return err
 	}
 	tmp := output + ".tmp"

@@ -85,7 +85,7 @@ func testHostedEKS(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("cluster still there (phase %q): %v", c.Status.Phase, err)
+		return fmt.Errorf("cluster still there (phase %q): %w", c.Status.Phase, err)
 	})
 }
 
@@ -175,7 +175,7 @@ func testRegistrationAndBundle(t *testing.T) {
 			}
 		}
 		if err := cluster.Client.Get(ctx, client.ObjectKeyFromObject(b), b); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("bundle still there: %v", err)
+			return fmt.Errorf("bundle still there: %w", err)
 		}
 		return nil
 	})

@@ -337,7 +337,7 @@ func (s *statusStore) Save(ctx context.Context, st *migration.State) error {
 			return gerr
 		}
 		if !equality.Semantic.DeepEqual(fresh.Status, *base) {
-			return fmt.Errorf("status changed by another writer: %v", err) // not retried as a conflict
+			return fmt.Errorf("status changed by another writer: %s", err.Error()) // not retried as a conflict
 		}
 		*s.obj = *fresh
 		return err

@@ -82,7 +82,7 @@ func TestAgentRecoversAfterCredentialExpiry(t *testing.T) {
 	old := tokenClient(t, cred[fleetv1alpha1.KeyToken])
 	eventually(t, 20*time.Second, func() error {
 		if err := old.List(ctx, &fleetv1alpha1.BundleDeploymentList{}, client.InNamespace(clusterNS)); !apierrors.IsUnauthorized(err) {
-			return fmt.Errorf("old request token: got %v, want Unauthorized", err)
+			return fmt.Errorf("old request token: got %w, want Unauthorized", err)
 		}
 		return nil
 	})
