@@ -49,20 +49,7 @@ func run(m *testing.M) int {
 }
 
 // eventually polls cond until it returns nil or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %s: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+var eventually = envtest.Eventually
 
 func TestRBACIsEnforcedForServiceAccountTokens(t *testing.T) {
 	t.Parallel()

@@ -241,17 +241,4 @@ func adminKubeconfig(t *testing.T) []byte {
 }
 
 // eventually polls cond until it returns nil or the deadline passes.
-func eventually(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %s: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+var eventually = envtest.Eventually

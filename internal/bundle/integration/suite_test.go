@@ -218,20 +218,7 @@ func setup(ctx context.Context) error {
 }
 
 // eventually polls cond until it returns nil or the deadline passes.
-func eventually(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %s: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+var eventually = envtest.Eventually
 
 func getCluster(t testing.TB, name string) *fleetv1alpha1.Cluster {
 	t.Helper()

@@ -162,20 +162,7 @@ func startControllers(ctx context.Context, cfg *rest.Config, local bool, metrics
 }
 
 // eventually polls cond until it returns nil or the deadline passes.
-func eventually(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %s: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+var eventually = envtest.Eventually
 
 // newToken creates a ClusterRegistrationToken and returns its values once issued.
 func newToken(t testing.TB, ns, name string, ttl time.Duration) map[string][]byte {
