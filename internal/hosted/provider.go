@@ -107,9 +107,6 @@ type Observation struct {
 	Details map[string]string
 }
 
-// ReasonExternalUpdate is the Synced reason while an update drover did not start is running.
-const ReasonExternalUpdate = "ExternalUpdate"
-
 // Error kinds the engine reacts to.
 var (
 	// ErrBusy means the provider refused because another operation is running: wait, retry.

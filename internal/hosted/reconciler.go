@@ -349,7 +349,7 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 		ps.setCondition(CondUpdating, metav1.ConditionTrue, v1.ReasonInProgress, obs.Why)
 		ps.setCondition(CondReady, metav1.ConditionTrue, v1.ReasonUpdating, "The cluster is usable; an update is in progress: "+obs.Why)
 		if obs.External != "" {
-			ps.setCondition(CondSynced, metav1.ConditionFalse, ReasonExternalUpdate, "An update started outside drover is in progress ("+obs.External+"); drover pushes nothing until it ends, then adopts its result.")
+			ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonExternalUpdate, "An update started outside drover is in progress ("+obs.External+"); drover pushes nothing until it ends, then adopts its result.")
 		}
 		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 	}

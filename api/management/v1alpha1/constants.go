@@ -37,6 +37,9 @@ const (
 	ReasonProviderError   = "ProviderError"
 	ReasonInvalidConfig   = "InvalidConfig"
 	ReasonOperationFailed = "OperationFailed"
+	// ReasonExternalUpdate: an update drover did not start (console, Terraform) is running;
+	// drover pushes nothing until it ends, then adopts its result.
+	ReasonExternalUpdate = "ExternalUpdate"
 
 	// Updating.
 	ReasonInProgress   = "InProgress"

@@ -25,8 +25,8 @@ func wantWaitingForExternal(t *testing.T, c *v1.Cluster) {
 	if c.Status.Phase != v1.PhaseUpdating {
 		t.Errorf("phase %q, want %q while the console's update runs", c.Status.Phase, v1.PhaseUpdating)
 	}
-	if got := cond(c, hosted.CondSynced); got.Status != metav1.ConditionFalse || got.Reason != hosted.ReasonExternalUpdate {
-		t.Errorf("Synced = %s/%s %q, want False/%s", got.Status, got.Reason, got.Message, hosted.ReasonExternalUpdate)
+	if got := cond(c, hosted.CondSynced); got.Status != metav1.ConditionFalse || got.Reason != v1.ReasonExternalUpdate {
+		t.Errorf("Synced = %s/%s %q, want False/%s", got.Status, got.Reason, got.Message, v1.ReasonExternalUpdate)
 	}
 	if got := cond(c, hosted.CondUpdating); got.Status != metav1.ConditionTrue {
 		t.Errorf("Updating = %s/%s, want True", got.Status, got.Reason)
