@@ -66,31 +66,31 @@ func parseAuthorization(h string) (sigV4Auth, *apiError) {
 }
 
 // authenticate verifies r's signature and returns the region of its credential scope, which
-// is the region the request is about (EKS state is regional).
-func (s *Server) authenticate(r *http.Request, body []byte) (string, *apiError) {
+// is the region the request is about (EKS state is regional), and the access key that signed it.
+func (s *Server) authenticate(r *http.Request, body []byte, service string) (string, string, *apiError) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return "", errMissingAuth
+		return "", "", errMissingAuth
 	}
 	a, err := parseAuthorization(h)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	secret, ok := s.creds[a.accessKey]
 	if !ok {
-		return "", errUnknownKey
+		return "", "", errUnknownKey
 	}
-	if a.service != sigService {
-		return "", newAPIError(http.StatusForbidden, "InvalidSignatureException",
-			"Credential should be scoped to correct service: '%s'.", sigService)
+	if a.service != service {
+		return "", "", newAPIError(http.StatusForbidden, "InvalidSignatureException",
+			"Credential should be scoped to correct service: '%s'.", service)
 	}
 	amzDate := r.Header.Get("X-Amz-Date")
 	if len(amzDate) != len("20060102T150405Z") || amzDate[:8] != a.date {
-		return "", newAPIError(http.StatusForbidden, "InvalidSignatureException",
+		return "", "", newAPIError(http.StatusForbidden, "InvalidSignatureException",
 			"Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '%s' != '%s'", a.date, amzDate)
 	}
 	if !slices.Contains(a.signedHeaders, "host") {
-		return "", newAPIError(http.StatusForbidden, "InvalidSignatureException", "'Host' must be a signed header.")
+		return "", "", newAPIError(http.StatusForbidden, "InvalidSignatureException", "'Host' must be a signed header.")
 	}
 
 	payloadHash := r.Header.Get("X-Amz-Content-Sha256")
@@ -98,7 +98,15 @@ func (s *Server) authenticate(r *http.Request, body []byte) (string, *apiError) 
 		sum := sha256.Sum256(body)
 		payloadHash = hex.EncodeToString(sum[:])
 	}
+	if !s.signatureValid(r, canonicalQuery(r.URL.RawQuery), a, secret, amzDate, payloadHash) {
+		return "", "", errBadSignature
+	}
+	return a.region, a.accessKey, nil
+}
 
+// signatureValid recomputes the SigV4 signature of r from its canonical request (with the given
+// canonical query and payload hash) and compares it with a's, in constant time.
+func (s *Server) signatureValid(r *http.Request, query string, a sigV4Auth, secret, amzDate, payloadHash string) bool {
 	var cr strings.Builder
 	cr.Grow(512)
 	cr.WriteString(r.Method)
@@ -109,7 +117,7 @@ func (s *Server) authenticate(r *http.Request, body []byte) (string, *apiError) 
 	}
 	cr.WriteString(httpbinding.EscapePath(path, false))
 	cr.WriteByte('\n')
-	cr.WriteString(canonicalQuery(r.URL.RawQuery))
+	cr.WriteString(query)
 	cr.WriteByte('\n')
 	for _, name := range a.signedHeaders {
 		cr.WriteString(name)
@@ -146,10 +154,7 @@ func (s *Server) authenticate(r *http.Request, body []byte) (string, *apiError) 
 	mac.Write([]byte(toSign))
 	var want [64]byte
 	hex.Encode(want[:], mac.Sum(nil))
-	if !hmac.Equal(want[:], []byte(a.signature)) {
-		return "", errBadSignature
-	}
-	return a.region, nil
+	return hmac.Equal(want[:], []byte(a.signature))
 }
 
 // canonicalQuery sorts the query by encoded key, then value, encoding both as SigV4 wants

@@ -1,6 +1,7 @@
 package eks
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -74,27 +75,42 @@ func (s *Server) createCluster(c *call) (any, error) {
 	if err := checkTags(req.Tags, invalidParam); err != nil {
 		return nil, err
 	}
+	authMode, bootstrap := AuthModeAPIAndConfigMap, true
+	if ac := req.AccessConfig; ac != nil {
+		if ac.AuthenticationMode != "" {
+			authMode = ac.AuthenticationMode
+			if authMode != AuthModeAPI && authMode != AuthModeAPIAndConfigMap && authMode != AuthModeConfigMap {
+				return nil, invalidParam("accessConfig.authenticationMode must be one of API, API_AND_CONFIG_MAP, CONFIG_MAP")
+			}
+		}
+		if ac.BootstrapClusterCreatorAdminPermissions != nil {
+			bootstrap = *ac.BootstrapClusterCreatorAdminPermissions
+		}
+	}
 
 	id := strings.ToUpper(randomHex(32))
 	cl := &cluster{
-		region:        c.region,
-		name:          name,
-		arn:           "arn:aws:eks:" + c.region + ":" + s.account + ":cluster/" + name,
-		endpoint:      "https://" + id + ".gr7." + c.region + ".eks.amazonaws.com",
-		oidcID:        id,
-		version:       version,
-		status:        StatusCreating,
-		roleARN:       *req.RoleArn,
-		subnets:       slices.Clone(vpc.SubnetIds),
-		sgs:           slices.Clone(vpc.SecurityGroupIds),
-		vpcID:         "vpc-" + stableHex(c.region+vpc.SubnetIds[0], 17),
-		clusterSG:     "sg-" + randomHex(17),
-		publicAccess:  public,
-		privateAccess: private,
-		publicCIDRs:   cidrs,
-		logging:       logging,
-		tags:          nonEmpty(maps.Clone(req.Tags)),
-		createToken:   req.ClientRequestToken,
+		region:         c.region,
+		name:           name,
+		arn:            "arn:aws:eks:" + c.region + ":" + s.account + ":cluster/" + name,
+		endpoint:       "https://" + id + ".gr7." + c.region + ".eks.amazonaws.com",
+		oidcID:         id,
+		version:        version,
+		status:         StatusCreating,
+		roleARN:        *req.RoleArn,
+		subnets:        slices.Clone(vpc.SubnetIds),
+		sgs:            slices.Clone(vpc.SecurityGroupIds),
+		vpcID:          "vpc-" + stableHex(c.region+vpc.SubnetIds[0], 17),
+		clusterSG:      "sg-" + randomHex(17),
+		publicAccess:   public,
+		privateAccess:  private,
+		publicCIDRs:    cidrs,
+		logging:        logging,
+		tags:           nonEmpty(maps.Clone(req.Tags)),
+		createToken:    req.ClientRequestToken,
+		authMode:       authMode,
+		bootstrapAdmin: bootstrap,
+		backend:        s.backend,
 	}
 
 	k := clusterKey{c.region, name}
@@ -115,7 +131,12 @@ func (s *Server) createCluster(c *call) (any, error) {
 		}
 		old.mu.Unlock()
 	}
+	if bootstrap && authMode != AuthModeConfigMap {
+		cl.access = map[string]*accessEntry{}
+		s.addCreatorEntry(cl, c.accessKey, c.now)
+	}
 	sh.m[k] = cl
+	s.indexBackend(k, nil, cl.backend)
 	return clusterResponse{s.clusterWire(cl)}, nil
 }
 
@@ -437,6 +458,7 @@ func (s *Server) clusterWire(cl *cluster) *clusterJSON {
 		PlatformVersion:         platformVersion,
 		Tags:                    cl.tags,
 		Health:                  healthJSON{Issues: emptyIssues},
+		AccessConfig:            &accessConfigJSON{BootstrapClusterCreatorAdminPermissions: &cl.bootstrapAdmin, AuthenticationMode: cl.authMode},
 	}
 	if out.Tags == nil {
 		out.Tags = emptyMap
@@ -445,6 +467,10 @@ func (s *Server) clusterWire(cl *cluster) *clusterJSON {
 		// EKS reports the endpoint and CA only once the control plane is up.
 		out.Endpoint = cl.endpoint
 		out.CertificateAuthority = &certificateJSON{Data: s.caData}
+		if b := cl.backend; b != nil {
+			out.Endpoint = b.Endpoint
+			out.CertificateAuthority = &certificateJSON{Data: base64.StdEncoding.EncodeToString(b.CAPEM)}
+		}
 		out.Identity = &identityJSON{}
 		out.Identity.OIDC.Issuer = "https://oidc.eks." + cl.region + ".amazonaws.com/id/" + cl.oidcID
 	}

@@ -56,7 +56,19 @@ type Options struct {
 	Faults *simcore.Faults
 	// AccountID appears in ARNs; empty means DefaultAccountID.
 	AccountID string
+	// Principals maps access key IDs to the IAM principal ARN they belong to (what STS
+	// GetCallerIdentity returns and access entries name). A key without an entry belongs to
+	// the IAM user arn:aws:iam::<account>:user/<access key ID>, DefaultAccessKeyID to
+	// DefaultUserName.
+	Principals map[string]string
+	// Backend, when set, serves every cluster created from then on: DescribeCluster reports
+	// its endpoint and CA, and its TokenReview path accepts tokens for those clusters (see
+	// SetBackend to point one cluster elsewhere).
+	Backend *simcore.Backend
 }
+
+// DefaultUserName is the IAM user DefaultAccessKeyID belongs to.
+const DefaultUserName = "drover-simulator"
 
 // Server is a simulated EKS control-plane API: an http.Handler speaking the REST-JSON protocol
 // of the real service, so the unmodified aws-sdk-go-v2 eks client works against it through
@@ -79,6 +91,13 @@ type Server struct {
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
+
+	principals map[string]string
+	backend    *simcore.Backend
+	// served indexes, by backend name, the clusters a backend serves (a hint: the cluster's own
+	// backend field decides).
+	servedMu sync.RWMutex
+	served   map[string]map[clusterKey]bool
 }
 
 type clusterKey struct{ region, name string }
@@ -99,6 +118,8 @@ func New(opts Options) *Server {
 		account:   opts.AccountID,
 		seed:      maphash.MakeSeed(),
 		caData:    newCAData(),
+		backend:   opts.Backend,
+		served:    map[string]map[clusterKey]bool{},
 	}
 	if s.creds == nil {
 		s.creds = map[string]string{DefaultAccessKeyID: DefaultSecretAccessKey}
@@ -118,6 +139,14 @@ func New(opts Options) *Server {
 	if s.account == "" {
 		s.account = DefaultAccountID
 	}
+	s.principals = make(map[string]string, len(s.creds))
+	for ak := range s.creds {
+		s.principals[ak] = "arn:aws:iam::" + s.account + ":user/" + ak
+	}
+	if _, ok := s.creds[DefaultAccessKeyID]; ok {
+		s.principals[DefaultAccessKeyID] = "arn:aws:iam::" + s.account + ":user/" + DefaultUserName
+	}
+	maps.Copy(s.principals, opts.Principals)
 	for i := range s.shards {
 		s.shards[i].m = make(map[clusterKey]*cluster)
 	}
@@ -173,10 +202,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 
 // call is one authenticated request, handed to an operation.
 type call struct {
-	r      *http.Request
-	body   []byte
-	region string
-	now    time.Time
+	r         *http.Request
+	body      []byte
+	region    string
+	accessKey string
+	now       time.Time
 }
 
 type operation func(*call) (any, error)
@@ -201,13 +231,24 @@ func (s *Server) routes() {
 		{"DELETE /clusters/{name}/node-groups/{ng}", "DeleteNodegroup", s.deleteNodegroup},
 		{"POST /clusters/{name}/node-groups/{ng}/update-config", "UpdateNodegroupConfig", s.updateNodegroupConfig},
 		{"POST /clusters/{name}/node-groups/{ng}/update-version", "UpdateNodegroupVersion", s.updateNodegroupVersion},
+		{"POST /clusters/{name}/access-entries", "CreateAccessEntry", s.createAccessEntry},
+		{"GET /clusters/{name}/access-entries", "ListAccessEntries", s.listAccessEntries},
+		{"GET /clusters/{name}/access-entries/{principal}", "DescribeAccessEntry", s.describeAccessEntry},
+		{"DELETE /clusters/{name}/access-entries/{principal}", "DeleteAccessEntry", s.deleteAccessEntry},
+		{"POST /clusters/{name}/access-entries/{principal}/access-policies", "AssociateAccessPolicy", s.associateAccessPolicy},
+		{"GET /clusters/{name}/access-entries/{principal}/access-policies", "ListAssociatedAccessPolicies", s.listAssociatedAccessPolicies},
 		{"POST /tags/{arn...}", "TagResource", s.tagResource},
 		{"DELETE /tags/{arn...}", "UntagResource", s.untagResource},
 		{"GET /tags/{arn...}", "ListTagsForResource", s.listTagsForResource},
 	} {
 		s.mux.HandleFunc(rt.pattern, s.handler(rt.op, rt.fn))
 	}
+	s.mux.Handle(simcore.TokenReviewPrefix, simcore.TokenReviewHandler(s))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && isSTSCall(r) {
+			s.serveSTS(w, r)
+			return
+		}
 		s.counters.Inc("Unknown")
 		writeError(w, s.requestID(), newAPIError(http.StatusNotFound, "UnknownOperationException",
 			"The EKS simulator has no operation %s %s", r.Method, r.URL.Path))
@@ -225,7 +266,7 @@ func (s *Server) handler(op string, fn operation) http.HandlerFunc {
 			writeError(w, reqID, newAPIError(http.StatusBadRequest, "SerializationException", "reading request body: %v", err))
 			return
 		}
-		region, aerr := s.authenticate(r, body)
+		region, accessKey, aerr := s.authenticate(r, body, sigService)
 		if aerr != nil {
 			writeError(w, reqID, aerr)
 			return
@@ -252,7 +293,7 @@ func (s *Server) handler(op string, fn operation) http.HandlerFunc {
 			return
 		}
 
-		out, err := fn(&call{r: r, body: body, region: region, now: s.clock.Now()})
+		out, err := fn(&call{r: r, body: body, region: region, accessKey: accessKey, now: s.clock.Now()})
 		if err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) {

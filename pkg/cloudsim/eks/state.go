@@ -2,6 +2,8 @@ package eks
 
 import (
 	"maps"
+
+	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 	"slices"
 	"sync"
 	"time"
@@ -125,6 +127,15 @@ type cluster struct {
 	updates    []*update
 	pending    *update
 	nodegroups map[string]*nodegroup
+
+	// authMode is the accessConfig.authenticationMode; bootstrapAdmin its
+	// bootstrapClusterCreatorAdminPermissions.
+	authMode       string
+	bootstrapAdmin bool
+	// access holds the access entries by principal ARN.
+	access map[string]*accessEntry
+	// backend is the real API server serving the cluster, if any.
+	backend *simcore.Backend
 }
 
 type nodegroup struct {

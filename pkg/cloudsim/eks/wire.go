@@ -34,6 +34,12 @@ type clusterJSON struct {
 	PlatformVersion         string                  `json:"platformVersion"`
 	Tags                    map[string]string       `json:"tags"`
 	Health                  healthJSON              `json:"health"`
+	AccessConfig            *accessConfigJSON       `json:"accessConfig,omitempty"`
+}
+
+type accessConfigJSON struct {
+	BootstrapClusterCreatorAdminPermissions *bool  `json:"bootstrapClusterCreatorAdminPermissions,omitempty"`
+	AuthenticationMode                      string `json:"authenticationMode,omitempty"`
 }
 
 type vpcConfigJSON struct {
@@ -183,6 +189,7 @@ type createClusterRequest struct {
 	Logging            *loggingJSON      `json:"logging"`
 	ClientRequestToken string            `json:"clientRequestToken"`
 	Tags               map[string]string `json:"tags"`
+	AccessConfig       *accessConfigJSON `json:"accessConfig"`
 }
 
 type updateClusterConfigRequest struct {
