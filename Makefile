@@ -37,7 +37,7 @@ help: ## Show this help.
 
 .PHONY: run
 run: build tools ## Build, then start drover server on the embedded control plane (state in .drover/).
-	$(BIN)/drover server --data-dir $(DATA_DIR) --bin-dir $(KUBE_BIN)
+	$(BIN)/drover server --embedded --data-dir $(DATA_DIR) --bin-dir $(KUBE_BIN)
 
 .PHONY: test
 test: tools ## Run every test (unit, envtest integration, end-to-end) with the race detector.

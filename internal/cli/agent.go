@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -16,10 +16,10 @@ import (
 	"github.com/droverhq/drover/internal/agent/register"
 )
 
-func newAgentCommand() *cobra.Command {
+func newAgentCommand(k *kubeOptions) *cobra.Command {
 	var (
 		opts       agent.Options
-		kubeconfig string
+		downstream string
 		verbose    bool
 	)
 	cmd := &cobra.Command{
@@ -28,7 +28,12 @@ func newAgentCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setupLogging(verbose)
-			cfg, err := loadConfig(kubeconfig)
+			if downstream == "" && *k.flags.KubeConfig != "" {
+				// Before --downstream-kubeconfig, the agent's --kubeconfig named its own cluster.
+				ctrl.Log.Info("drover agent --kubeconfig is deprecated: use --downstream-kubeconfig")
+				downstream = *k.flags.KubeConfig
+			}
+			cfg, err := agentConfig(downstream)
 			if err != nil {
 				return err
 			}
@@ -37,7 +42,7 @@ func newAgentCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the downstream cluster (default: in-cluster)")
+	f.StringVar(&downstream, "downstream-kubeconfig", "", "kubeconfig of the downstream cluster the agent runs on (default: the in-cluster service account; --kubeconfig is a deprecated alias)")
 	f.StringVar(&opts.Namespace, "namespace", envOr("POD_NAMESPACE", manifests.DefaultNamespace), "agent namespace")
 	f.StringVar(&opts.ClientID, "client-id", "", "clientID (default: the agent ConfigMap's, else the kube-system namespace UID)")
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one active replica")
@@ -45,14 +50,14 @@ func newAgentCommand() *cobra.Command {
 	f.DurationVar(&opts.DriftInterval, "drift-interval", 0, "how often applied resources are checked for drift (default 30s)")
 	f.DurationVar(&opts.RenewalTokenTTL, "renewal-token-ttl", 0, "lifetime asked for when renewing the renewal identity's token: how long the agent may be offline and still re-register on its own (default 720h)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
-	cmd.AddCommand(newAgentInstallCommand())
+	cmd.AddCommand(newAgentInstallCommand(k))
 	return cmd
 }
 
-func newAgentInstallCommand() *cobra.Command {
+func newAgentInstallCommand(k *kubeOptions) *cobra.Command {
 	var (
-		token, namespace, kubeconfig, ns, image, clientID string
-		rbacNamespaces                                    []string
+		token, namespace, ns, image, clientID string
+		rbacNamespaces                        []string
 	)
 	cmd := &cobra.Command{
 		Use:   "install --token <name>",
@@ -62,11 +67,11 @@ registration). Reads the ClusterRegistrationToken's values secret from the manag
 pipe the output to 'kubectl apply -f -' against the downstream cluster.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(kubeconfig)
+			t, err := k.resolve()
 			if err != nil {
 				return err
 			}
-			c, err := client.New(cfg, client.Options{Scheme: register.Scheme})
+			c, err := client.New(t.Config, client.Options{Scheme: register.Scheme})
 			if err != nil {
 				return fmt.Errorf("management client: %w", err)
 			}
@@ -97,7 +102,6 @@ pipe the output to 'kubectl apply -f -' against the downstream cluster.`,
 	f := cmd.Flags()
 	f.StringVar(&token, "token", "", "ClusterRegistrationToken name")
 	f.StringVar(&ns, "token-namespace", fleetv1alpha1.DefaultWorkspaceNamespace, "namespace of the token (the workspace)")
-	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
 	f.StringVar(&namespace, "agent-namespace", manifests.DefaultNamespace, "downstream agent namespace")
 	f.StringVar(&image, "image", manifests.DefaultImage(), "agent image (default: this drover's version)")
 	f.StringVar(&clientID, "client-id", "", "clientID (default: the downstream kube-system namespace UID)")
@@ -106,17 +110,15 @@ pipe the output to 'kubectl apply -f -' against the downstream cluster.`,
 	return cmd
 }
 
-func loadConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		if cfg, err := rest.InClusterConfig(); err == nil {
-			return cfg, nil
-		}
+// agentConfig is the agent's own (downstream) cluster: --downstream-kubeconfig, else the pod's
+// service account.
+func agentConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		return downstreamConfig(path)
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, _, err := inClusterConfig()
 	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig: %w", err)
+		return nil, fmt.Errorf("the agent runs in the downstream cluster's pod, or with --downstream-kubeconfig: %w", err)
 	}
 	return cfg, nil
 }

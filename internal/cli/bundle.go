@@ -24,24 +24,18 @@ import (
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 )
 
-func newBundleCommand() *cobra.Command {
-	var k kubeFlags
+func newBundleCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "bundle", Short: "Deploy manifests to the clusters of a workspace"}
-	k.add(cmd)
-	cmd.AddCommand(newBundleApplyCommand(&k), newBundleStatusCommand(&k))
+	cmd.AddCommand(newBundleApplyCommand(k), newBundleStatusCommand(k))
 	return cmd
 }
 
 // bundleClient is k.client with the default workspace as the default namespace.
-func bundleClient(k *kubeFlags) (client.Client, string, error) {
-	c, ns, err := k.client()
-	if err == nil && k.namespace == "" {
-		ns = fleetv1alpha1.DefaultWorkspaceNamespace
-	}
-	return c, ns, err
+func bundleClient(k *kubeOptions) (client.Client, string, error) {
+	return k.client(fleetv1alpha1.DefaultWorkspaceNamespace)
 }
 
-func newBundleApplyCommand(k *kubeFlags) *cobra.Command {
+func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 	var (
 		dir, name, defaultNS, maxUnavailable   string
 		clusters, selectors, excludes          []string
@@ -87,7 +81,7 @@ func newBundleApplyCommand(k *kubeFlags) *cobra.Command {
 				return errors.New("no targets: pass --cluster NAME or --selector LABELS")
 			}
 			if dry {
-				b.Namespace = k.namespace
+				b.Namespace = *k.flags.Namespace
 				out, err := yaml.Marshal(b)
 				if err != nil {
 					return err
@@ -186,7 +180,7 @@ func ReadManifestDir(dir string) ([]runtime.RawExtension, error) {
 	return out, nil
 }
 
-func newBundleStatusCommand(k *kubeFlags) *cobra.Command {
+func newBundleStatusCommand(k *kubeOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show where a Bundle is deployed and which clusters are not ready",

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
@@ -21,42 +20,7 @@ import (
 	"github.com/droverhq/drover/internal/hosted/aks"
 	"github.com/droverhq/drover/internal/hosted/eks"
 	"github.com/droverhq/drover/internal/hosted/gke"
-	"github.com/droverhq/drover/internal/server"
 )
-
-// kubeFlags are the flags of commands that talk to the management cluster.
-type kubeFlags struct {
-	kubeconfig string
-	namespace  string
-}
-
-func (k *kubeFlags) add(cmd *cobra.Command) {
-	cmd.PersistentFlags().StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, then ~/.kube/config)")
-	cmd.PersistentFlags().StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the kubeconfig context's, else default)")
-}
-
-func (k *kubeFlags) client() (client.Client, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if k.kubeconfig != "" {
-		rules.ExplicitPath = k.kubeconfig
-	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	cfg, err := cc.ClientConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("load kubeconfig: %w (pass --kubeconfig; for `make run` it is .drover/kubeconfig)", err)
-	}
-	ns := k.namespace
-	if ns == "" {
-		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
-			ns = "default"
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: server.Scheme()})
-	if err != nil {
-		return nil, "", fmt.Errorf("connect to %s: %w", cfg.Host, err)
-	}
-	return c, ns, nil
-}
 
 var providers = []hosted.Provider{eks.Provider{}, gke.Provider{}, aks.Provider{}}
 
@@ -69,19 +33,17 @@ func providerOf(c *v1.Cluster) hosted.Provider {
 	return nil
 }
 
-func newClusterCommand() *cobra.Command {
-	k := &kubeFlags{}
+func newClusterCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "List, inspect and import hosted (EKS, AKS, GKE) clusters"}
-	k.add(cmd)
 	cmd.AddCommand(newClusterListCommand(k), newClusterGetCommand(k), newClusterImportCommand(k))
 	return cmd
 }
 
-func newClusterListCommand(k *kubeFlags) *cobra.Command {
+func newClusterListCommand(k *kubeOptions) *cobra.Command {
 	return &cobra.Command{
 		Use: "list", Short: "List hosted clusters with their phase and sync state", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ns, err := k.client()
+			c, ns, err := k.client("default")
 			if err != nil {
 				return err
 			}
@@ -104,11 +66,11 @@ func newClusterListCommand(k *kubeFlags) *cobra.Command {
 	}
 }
 
-func newClusterGetCommand(k *kubeFlags) *cobra.Command {
+func newClusterGetCommand(k *kubeOptions) *cobra.Command {
 	return &cobra.Command{
 		Use: "get NAME", Short: "Show a hosted cluster's effective desired state, which fields drover manages, drift and conflicts", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := k.client()
+			c, ns, err := k.client("default")
 			if err != nil {
 				return err
 			}
@@ -163,7 +125,7 @@ func printCluster(out io.Writer, cl *v1.Cluster) error {
 	return w.Flush()
 }
 
-func newClusterImportCommand(k *kubeFlags) *cobra.Command {
+func newClusterImportCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "import", Short: "Import an existing hosted cluster: drover reads it and manages nothing until you change a field"}
 	var name, displayName, region, credential string
 	eksCmd := &cobra.Command{
@@ -197,7 +159,7 @@ func newClusterImportCommand(k *kubeFlags) *cobra.Command {
 	return cmd
 }
 
-func newClusterImportGKECommand(k *kubeFlags) *cobra.Command {
+func newClusterImportGKECommand(k *kubeOptions) *cobra.Command {
 	var name, project, region, zone, clusterName, credential string
 	cmd := &cobra.Command{
 		Use: "gke", Short: "Import an existing GKE cluster", Args: cobra.NoArgs,
@@ -253,7 +215,7 @@ func age(t *metav1.Time) string {
 	return time.Since(t.Time).Round(time.Second).String() + " ago"
 }
 
-func newClusterImportAKSCommand(k *kubeFlags) *cobra.Command {
+func newClusterImportAKSCommand(k *kubeOptions) *cobra.Command {
 	var name, resourceGroup, location, clusterName, credential string
 	cmd := &cobra.Command{
 		Use: "aks", Short: "Import an existing AKS cluster", Args: cobra.NoArgs,
@@ -286,11 +248,11 @@ func newClusterImportAKSCommand(k *kubeFlags) *cobra.Command {
 
 // importCluster validates an imported Cluster, creates it in the namespace of the kubeconfig
 // context (or -n) and says what happens next.
-func importCluster(cmd *cobra.Command, k *kubeFlags, p hosted.Provider, cl *v1.Cluster, what string) error {
+func importCluster(cmd *cobra.Command, k *kubeOptions, p hosted.Provider, cl *v1.Cluster, what string) error {
 	if err := p.Validate(cl); err != nil {
 		return err
 	}
-	c, ns, err := k.client()
+	c, ns, err := k.client("default")
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
@@ -24,6 +24,7 @@ import (
 )
 
 type migrateOptions struct {
+	k                                                                        *kubeOptions
 	distribution, configFile, cluster, mgmtKubeconfig, kubeconfig, stateFile string
 	applyCommand, helmCommand, uninstallCommand                              string
 	leaderMigration, keepCCMLeaderMigration, imdsHostname                    bool
@@ -32,14 +33,14 @@ type migrateOptions struct {
 	stepTimeout, pollInterval                                                time.Duration
 }
 
-func newMigrateCommand() *cobra.Command {
+func newMigrateCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "migrate", Short: "Migrate downstream clusters"}
-	cmd.AddCommand(newMigrateCloudProviderCommand())
+	cmd.AddCommand(newMigrateCloudProviderCommand(k))
 	return cmd
 }
 
-func newMigrateCloudProviderCommand() *cobra.Command {
-	o := &migrateOptions{}
+func newMigrateCloudProviderCommand(k *kubeOptions) *cobra.Command {
+	o := &migrateOptions{k: k}
 	cmd := &cobra.Command{
 		Use:   "cloud-provider",
 		Short: "Migrate an RKE2 or RKE1 cluster from the in-tree AWS provider to the AWS cloud controller manager",
@@ -55,9 +56,10 @@ stopped; rollback restores the original configuration while the version is below
 	f := cmd.PersistentFlags()
 	f.StringVar(&o.distribution, "distribution", "rke2", "rke2 or rke1")
 	f.StringVar(&o.configFile, "config", "", "cluster.yml (rke1) or provisioning Cluster YAML file (rke2), edited in place")
-	f.StringVar(&o.cluster, "cluster", "", "rke2: namespace/name of a live provisioning.cattle.io/v1 Cluster (with --management-kubeconfig)")
+	f.StringVar(&o.cluster, "cluster", "", "rke2: namespace/name of a live provisioning.cattle.io/v1 Cluster in the --kubeconfig cluster")
 	f.StringVar(&o.mgmtKubeconfig, "management-kubeconfig", "", "kubeconfig of the cluster holding --cluster")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the downstream cluster (required)")
+	_ = f.MarkDeprecated("management-kubeconfig", "use --kubeconfig (the management cluster in every drover command)")
+	f.StringVar(&o.kubeconfig, "downstream-kubeconfig", "", "kubeconfig of the downstream cluster being migrated (required)")
 	f.StringVar(&o.stateFile, "state", "", "progress file (default: <config>.migration-state.json, or ./<name>.migration-state.json)")
 	f.StringVar(&o.applyCommand, "apply-command", "", "command applying --config; {file} is its path (default rke1: "+rke1.DefaultApplyCommand+", rke2: kubectl apply -f {file})")
 	f.StringVar(&o.helmCommand, "helm-command", rke1.DefaultHelmCommand, "rke1: command installing the CCM chart; {values} is the values file")
@@ -98,8 +100,16 @@ func (o *migrateOptions) spec() migrationv1alpha1.CloudProviderMigrationSpec {
 
 func (o *migrateOptions) engine(ctx context.Context, out io.Writer) (*migration.Engine, error) {
 	run := migration.RunnerFrom(ctx) // nil: run the commands as processes
+	if o.kubeconfig == "" && (o.cluster == "" || o.mgmtKubeconfig != "") && *o.k.flags.KubeConfig != "" {
+		// Before --downstream-kubeconfig, migrate's --kubeconfig named the downstream cluster
+		// (and --management-kubeconfig the management one). Without --cluster there is no
+		// management cluster, and with --management-kubeconfig the old meaning is plain: keep it.
+		fmt.Fprintln(os.Stderr, "Warning: drover migrate --kubeconfig for the downstream cluster is deprecated: use --downstream-kubeconfig")
+		o.kubeconfig = *o.k.flags.KubeConfig
+		*o.k.flags.KubeConfig = o.mgmtKubeconfig
+	}
 	if o.kubeconfig == "" {
-		return nil, errors.New("--kubeconfig (the downstream cluster) is required")
+		return nil, usageErrorf("--downstream-kubeconfig (the cluster being migrated) is required; --kubeconfig names the management cluster")
 	}
 	down, err := clientsetFor(o.kubeconfig)
 	if err != nil {
@@ -124,14 +134,17 @@ func (o *migrateOptions) engine(ctx context.Context, out io.Writer) (*migration.
 			dist = &rke2.File{FileBackend: migration.FileBackend{Path: o.configFile, Command: apply, Run: run}}
 		case o.cluster != "":
 			ns, name, ok := strings.Cut(o.cluster, "/")
-			if !ok || o.mgmtKubeconfig == "" {
-				return nil, errors.New("--cluster takes namespace/name and needs --management-kubeconfig")
+			if !ok {
+				return nil, usageErrorf("--cluster takes namespace/name")
 			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", o.mgmtKubeconfig)
+			if o.mgmtKubeconfig != "" && *o.k.flags.KubeConfig == "" {
+				*o.k.flags.KubeConfig = o.mgmtKubeconfig // deprecated alias
+			}
+			t, err := o.k.resolve()
 			if err != nil {
-				return nil, fmt.Errorf("load --management-kubeconfig: %w", err)
+				return nil, err
 			}
-			c, err := client.New(cfg, client.Options{Scheme: server.Scheme()})
+			c, err := client.New(t.Config, client.Options{Scheme: server.Scheme()})
 			if err != nil {
 				return nil, fmt.Errorf("management cluster client: %w", err)
 			}
@@ -164,9 +177,9 @@ func (o *migrateOptions) engine(ctx context.Context, out io.Writer) (*migration.
 }
 
 func clientsetFor(path string) (kubernetes.Interface, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	cfg, err := downstreamConfig(path)
 	if err != nil {
-		return nil, fmt.Errorf("load --kubeconfig: %w", err)
+		return nil, err
 	}
 	return kubernetes.NewForConfig(cfg)
 }

@@ -16,16 +16,23 @@ import (
 
 // NewRootCommand returns the drover command with every subcommand.
 func NewRootCommand() *cobra.Command {
+	root, _ := newRoot()
+	return root
+}
+
+func newRoot() (*cobra.Command, *kubeOptions) {
 	root := &cobra.Command{
 		Use:           "drover",
 		Short:         "drover: a Kubernetes-native control plane for fleets of clusters",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServerCommand(), newVersionCommand(), newClusterCommand(), newCloudsimCommand())
-	root.AddCommand(newAgentCommand(), newMigrateCommand())
-	root.AddCommand(newBundleCommand())
-	return root
+	k := newKubeOptions()
+	k.addFlags(root)
+	root.AddCommand(newServerCommand(k), newVersionCommand(), newClusterCommand(k), newCloudsimCommand())
+	root.AddCommand(newAgentCommand(k), newMigrateCommand(k))
+	root.AddCommand(newBundleCommand(k))
+	return root, k
 }
 
 // Main runs the command line with args and returns the exit code. SIGINT/SIGTERM cancel the

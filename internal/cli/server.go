@@ -1,41 +1,69 @@
 package cli
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/droverhq/drover/internal/server"
 )
 
-func newServerCommand() *cobra.Command {
+func newServerCommand(k *kubeOptions) *cobra.Command {
 	opts := server.Options{}
-	var verbose, installCRDs bool
+	var verbose, installCRDs, embedded bool
 	var caFile string
 	var hostedOpts hostedOptions
 	home, _ := os.UserHomeDir()
 	cmd := &cobra.Command{
 		Use:   "server",
-		Short: "Run drover's controllers (on --kubeconfig, in-cluster, or an embedded control plane)",
+		Short: "Run drover's controllers (on an existing cluster, or an embedded control plane)",
 		Long: `Run drover's controller manager.
 
-With --kubeconfig, drover runs against that cluster; inside a pod, against its own cluster.
-With neither, it starts an embedded control plane (etcd, kube-apiserver,
-kube-controller-manager) under --data-dir and writes an admin kubeconfig to
-<data-dir>/kubeconfig. State survives restarts; Ctrl-C stops everything it started.`,
+drover chooses the cluster explicitly and says which on its first line of output:
+
+  --embedded        start an embedded control plane (etcd, kube-apiserver,
+                    kube-controller-manager) under --data-dir and write an admin kubeconfig
+                    to <data-dir>/kubeconfig. State survives restarts; Ctrl-C stops
+                    everything it started.
+  --embedded=false  run against an existing cluster: --kubeconfig, $KUBECONFIG,
+                    ~/.kube/config or the pod's service account, like kubectl.
+  neither           existing cluster when --kubeconfig or $KUBECONFIG is set or drover runs
+                    in a pod; embedded otherwise. A ~/.kube/config alone never makes drover
+                    install itself into that cluster: pass --embedded=false for it.`,
+		Example: `  # embedded control plane for trying drover out
+  drover server --embedded --data-dir .drover
+  # against the cluster of a kubeconfig context
+  drover server --kubeconfig ~/.kube/config --context prod-mgmt --leader-elect=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setupLogging(verbose)
+			mode, err := chooseServerCluster(cmd, k, embedded)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), mode.line(opts.DataDir))
+			if mode.target != nil {
+				if opts.RESTConfig, err = probe(cmd.Context(), mode.target); err != nil {
+					return err
+				}
+			} else {
+				opts.Embedded = true
+			}
 			// Only in a pod is "the cluster drover runs in" the one it manages and able to run an
 			// agent: the embedded control plane has no nodes (the local cluster would wait
 			// forever), and with --kubeconfig drover may run anywhere.
 			if !cmd.Flags().Changed("register-local") {
-				hostedOpts.registerLocal = opts.Kubeconfig == "" && inCluster()
+				hostedOpts.registerLocal = mode.target != nil && mode.target.Source == inClusterSource
 			}
 			opts.SkipCRDInstall = !installCRDs
 			if caFile != "" {
@@ -50,7 +78,7 @@ kube-controller-manager) under --data-dir and writes an admin kubeconfig to
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run against (default: in-cluster, else embedded)")
+	f.BoolVar(&embedded, "embedded", false, "true: start an embedded control plane; false: run against --kubeconfig/$KUBECONFIG/~/.kube/config/in-cluster (default: embedded unless --kubeconfig, $KUBECONFIG or a pod's service account)")
 	f.StringVar(&opts.DataDir, "data-dir", filepath.Join(home, ".drover"), "state of the embedded control plane")
 	f.StringVar(&opts.BinDir, "bin-dir", server.DefaultBinDir(), "directory with the Kubernetes binaries for the embedded control plane (make tools)")
 	f.IntVar(&opts.APIServerPort, "apiserver-port", 6443, "embedded kube-apiserver port on 127.0.0.1 (0 picks a free port)")
@@ -74,10 +102,83 @@ func setupLogging(verbose bool) {
 	ctrl.SetLogger(l)
 }
 
-func inCluster() bool {
-	if os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
-		return false
+// serverCluster is what `drover server` runs against: target, or the embedded control plane
+// when target is nil.
+type serverCluster struct {
+	target *kubeTarget
+	why    string
+}
+
+func (s serverCluster) line(dataDir string) string {
+	if s.target == nil {
+		return fmt.Sprintf("Using an embedded control plane in %s (%s)", dataDir, s.why)
 	}
-	_, err := rest.InClusterConfig()
-	return err == nil
+	ctx := ""
+	if s.target.Context != "" {
+		ctx = ", context " + s.target.Context
+	}
+	return fmt.Sprintf("Using the existing cluster at %s from %s%s (%s)", s.target.Config.Host, s.target.Source, ctx, s.why)
+}
+
+// chooseServerCluster decides between an existing cluster and the embedded control plane.
+func chooseServerCluster(cmd *cobra.Command, k *kubeOptions, embedded bool) (serverCluster, error) {
+	kubeFlagSet := cmd.Flags().Changed("kubeconfig") || cmd.Flags().Changed("context")
+	if cmd.Flags().Changed("embedded") {
+		if embedded {
+			if kubeFlagSet {
+				return serverCluster{}, usageErrorf("--embedded starts its own control plane: drop --kubeconfig/--context, or pass --embedded=false")
+			}
+			return serverCluster{why: "--embedded"}, nil
+		}
+		t, err := k.resolve()
+		if err != nil {
+			return serverCluster{}, err
+		}
+		return serverCluster{target: t, why: "--embedded=false"}, nil
+	}
+	if kubeFlagSet || os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "" {
+		t, err := k.resolve()
+		if err != nil {
+			return serverCluster{}, err
+		}
+		return serverCluster{target: t, why: "pass --embedded for an embedded control plane instead"}, nil
+	}
+	if inClusterAvailable() {
+		t, err := k.resolve()
+		if err != nil {
+			return serverCluster{}, err
+		}
+		if t.Source != inClusterSource {
+			// A kubeconfig file in the pod: still the pod's own cluster is meant.
+			cfg, ns, err := inClusterConfig()
+			if err != nil {
+				return serverCluster{}, err
+			}
+			t = &kubeTarget{Config: cfg, Namespace: ns, Source: inClusterSource, Explicit: true}
+		}
+		return serverCluster{target: t, why: "running in a pod"}, nil
+	}
+	return serverCluster{why: "no --kubeconfig, no $KUBECONFIG, not in a pod; --embedded=false uses ~/.kube/config"}, nil
+}
+
+// probe checks that the cluster answers, so a wrong kubeconfig fails at start with a clear
+// message instead of as retries later.
+func probe(ctx context.Context, t *kubeTarget) (*rest.Config, error) {
+	p := rest.CopyConfig(t.Config)
+	p.Timeout = 10 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Source, err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := dc.ServerVersion(); done <- err }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the cluster of %s at %s (%w): check that it is running and the file is current", t.Source, t.Config.Host, err)
+	}
+	return t.Config, nil
 }

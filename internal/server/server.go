@@ -55,6 +55,8 @@ type Options struct {
 	// RESTConfig, when set, is the cluster to run against, before Kubeconfig (tests run the
 	// server under a given identity this way).
 	RESTConfig *rest.Config
+	// Embedded starts the embedded control plane even in a pod (drover server --embedded).
+	Embedded bool
 	// DataDir holds the embedded control plane's state.
 	DataDir string
 	// BinDir holds the Kubernetes binaries for the embedded control plane.
@@ -113,11 +115,13 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	case opts.Kubeconfig != "":
 		cfg, err = loadKubeconfig(ctx, opts.Kubeconfig)
 	default:
-		if cfg, err = rest.InClusterConfig(); err == nil {
-			break
+		if !opts.Embedded {
+			if cfg, err = rest.InClusterConfig(); err == nil {
+				break
+			}
 		}
 		start := time.Now()
-		fmt.Fprintf(out, "No --kubeconfig and not in a cluster: starting the embedded control plane in %s\n", opts.DataDir)
+		fmt.Fprintf(out, "Starting the embedded control plane in %s\n", opts.DataDir)
 		cp, err = controlplane.Start(ctx, controlplane.Options{
 			BinDir: opts.BinDir, DataDir: opts.DataDir, APIServerPort: opts.APIServerPort, ControllerManager: true,
 		})

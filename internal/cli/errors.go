@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Exit codes of drover, documented in docs/cli.md. Scripts branch on them.
+const (
+	ExitOK       = 0 // success
+	ExitError    = 1 // any other error (not found, API error, bad input file)
+	ExitUsage    = 2 // the command line is wrong: unknown flag or command, missing or conflicting flags
+	ExitNotReady = 3 // a wait ended before the object was ready (timeout), or it failed
+	ExitRefused  = 4 // a plan refused the change (migration preflight)
+)
+
+// ExitError is an error with the exit code drover ends with.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode wraps err so drover exits with code.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+func usageErrorf(format string, a ...any) error {
+	return withCode(ExitUsage, fmt.Errorf(format, a...))
+}
+
+// ExitCode is the exit code for err: the code of the first exitError in its chain, else 1.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return ExitError
+}
