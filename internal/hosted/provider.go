@@ -111,6 +111,9 @@ type Observation struct {
 var (
 	// ErrBusy means the provider refused because another operation is running: wait, retry.
 	ErrBusy = errors.New("provider busy with another operation")
+	// ErrChangedSinceRead means the provider refused a conditional write (AKS If-Match, 412):
+	// the resource changed since it was read. Not a failure: re-read, merge, write again.
+	ErrChangedSinceRead = errors.New("the resource changed at the provider since it was read")
 	// ErrThrottled means the provider throttled us: back off.
 	ErrThrottled = errors.New("provider throttled the request")
 	// ErrCredentials means the credentials were refused.

@@ -397,7 +397,7 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	}
 	if len(result.Push) > 0 {
 		done, started, err = sess.Push(ctx, c, result.Push, effective, obs.Upstream)
-		if err != nil && !errors.Is(err, ErrBusy) {
+		if err != nil && !retryNextPass(err) {
 			// What was done before the error still counts.
 			if berr := ps.recordBase(applied, newConfig, result.Push, done); berr != nil {
 				return reconcile.Result{}, errors.Join(err, berr)
@@ -431,13 +431,17 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 		ps.setCondition(CondUpdating, metav1.ConditionTrue, v1.ReasonInProgress, started.What)
 		ps.event(corev1.EventTypeNormal, "UpdateStarted", "Update", "%s", started.What)
 	}
-	pending := len(result.Push) > len(done) || started != nil || errors.Is(err, ErrBusy)
+	pending := len(result.Push) > len(done) || started != nil || retryNextPass(err)
 	st.FailureMessage = ""
 	if pending {
 		if started == nil {
 			st.Phase = v1.PhaseUpdating
 		}
-		ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonPushing, fmt.Sprintf("%d field(s) still to push.", len(result.Push)-len(done)))
+		if errors.Is(err, ErrChangedSinceRead) {
+			ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonChangedSinceRead, msgChangedSinceRead)
+		} else {
+			ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonPushing, fmt.Sprintf("%d field(s) still to push.", len(result.Push)-len(done)))
+		}
 		ps.setCondition(CondReady, metav1.ConditionTrue, v1.ReasonUpdating, "The cluster is usable; drover is applying changes.")
 		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 	}
@@ -560,7 +564,7 @@ func (ps *pass) delete(ctx context.Context) (reconcile.Result, error) {
 	}
 	st.Phase = v1.PhaseDeleting
 	gone, err := sess.Delete(ctx, c, obs)
-	if err != nil && !errors.Is(err, ErrBusy) {
+	if err != nil && !retryNextPass(err) {
 		return ps.providerError("Delete", err)
 	}
 	if gone {
@@ -615,6 +619,9 @@ func (ps *pass) providerError(op string, err error) (reconcile.Result, error) {
 	case errors.Is(err, ErrCredentials):
 		ps.setCondition(CondCredentials, metav1.ConditionFalse, v1.ReasonRejected, "The provider rejected the credentials ("+stableMessage(err)+"). Fix the credential Secret; drover retries with backoff.")
 		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCredentialsInvalid, "See the CredentialsValid condition.")
+	case errors.Is(err, ErrChangedSinceRead):
+		ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonChangedSinceRead, msgChangedSinceRead)
+		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 	case errors.Is(err, ErrBusy):
 		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 	case errors.Is(err, ErrThrottled):
@@ -629,6 +636,15 @@ func (ps *pass) providerError(op string, err error) (reconcile.Result, error) {
 	}
 	// Returning the error gives exponential backoff per cluster; it is logged in full.
 	return reconcile.Result{}, fmt.Errorf("%s %s/%s: %w", op, ps.c.Namespace, ps.c.Name, err)
+}
+
+// msgChangedSinceRead is the Synced message of a write refused with 412 (ErrChangedSinceRead).
+const msgChangedSinceRead = "The cluster was changed at the provider by someone else since drover read it, so the provider refused drover's write (precondition failed: the eTag no longer matches). drover re-reads it, keeps that change and pushes again on the next pass."
+
+// retryNextPass says whether err is no failure but a reason to re-read and try again on the
+// next pass: the provider busy with another operation, or the resource changed since it was read.
+func retryNextPass(err error) bool {
+	return errors.Is(err, ErrBusy) || errors.Is(err, ErrChangedSinceRead)
 }
 
 // requestID matches the request and correlation IDs SDK errors carry (AWS "RequestID: x",

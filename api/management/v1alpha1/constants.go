@@ -40,6 +40,10 @@ const (
 	// ReasonExternalUpdate: an update drover did not start (console, Terraform) is running;
 	// drover pushes nothing until it ends, then adopts its result.
 	ReasonExternalUpdate = "ExternalUpdate"
+	// ReasonChangedSinceRead: the provider refused drover's conditional write (AKS If-Match,
+	// 412) because the cluster changed since drover read it; the next pass re-reads and
+	// pushes again.
+	ReasonChangedSinceRead = "ChangedSinceRead"
 
 	// Updating.
 	ReasonInProgress   = "InProgress"

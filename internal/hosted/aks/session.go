@@ -84,7 +84,7 @@ func classify(op string, err error) error {
 	case re.StatusCode == http.StatusPreconditionFailed:
 		// The eTag sent in If-Match is stale: someone changed the resource since Observe read
 		// it. Not a failure: the next pass re-reads, merges their change and pushes again.
-		return fmt.Errorf("%w: %w", hosted.ErrBusy, pe)
+		return fmt.Errorf("%w: %w", hosted.ErrChangedSinceRead, pe)
 	case re.StatusCode == http.StatusNotFound && code == "ResourceGroupNotFound":
 		return &hosted.FieldError{Field: "aksConfig.resourceGroup", Reason: v1.ReasonResourceGroupNotFound, Message: msg + " Create it, or fix aksConfig.resourceGroup."}
 	case re.StatusCode == http.StatusBadRequest:

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted"
@@ -121,15 +122,14 @@ func TestAKSClusterPutIsConditional(t *testing.T) {
 		e.consoleTag(t, "rmw", "console", "yes")
 		e.waitIdle(t, "rmw")
 	})
-	if _, err := e.reconcile("rmw"); err != nil {
+	res, err := e.reconcile("rmw")
+	if err != nil {
 		t.Fatalf("a stale PUT is no failure: %v", err)
 	}
 	if got := e.tags(t, "rmw"); got["console"] != "yes" {
 		t.Fatalf("drover's PUT overwrote the tag the console added meanwhile: tags %v", got)
 	}
-	if c := e.get("rmw"); cond(c, hosted.CondSynced).Reason == "ProviderError" || c.Status.FailureMessage != "" {
-		t.Fatalf("412 reported as a failure: Synced %+v, failureMessage %q", cond(c, hosted.CondSynced), c.Status.FailureMessage)
-	}
+	wantChangedSinceRead(t, e.get("rmw"), res)
 
 	c := e.settle("rmw")
 	if c.Spec.AKSConfig.Tags["console"] != "yes" {
@@ -138,6 +138,26 @@ func TestAKSClusterPutIsConditional(t *testing.T) {
 	st := e.waitIdle(t, "rmw")
 	if v := ptr.Deref(st.Properties.KubernetesVersion, ""); v != "1.33" || e.tags(t, "rmw")["console"] != "yes" {
 		t.Errorf("AKS: version %s tags %v, want 1.33 with the console's tag", v, e.tags(t, "rmw"))
+	}
+}
+
+// wantChangedSinceRead checks how a pass whose write failed with 412 (If-Match: the eTag read
+// is stale) reports it: not a failure and not "busy", but Synced=False ChangedSinceRead saying
+// what happened and that drover retries; the pass requeues.
+func wantChangedSinceRead(t *testing.T, c *v1.Cluster, res reconcile.Result) {
+	t.Helper()
+	if c.Status.FailureMessage != "" {
+		t.Errorf("412 reported as a failure: failureMessage %q", c.Status.FailureMessage)
+	}
+	const msg = "The cluster was changed at the provider by someone else since drover read it, so the provider refused drover's write (precondition failed: the eTag no longer matches). drover re-reads it, keeps that change and pushes again on the next pass."
+	if got := cond(c, hosted.CondSynced); got.Status != metav1.ConditionFalse || got.Reason != v1.ReasonChangedSinceRead || got.Message != msg {
+		t.Errorf("Synced = %s/%s %q, want False/%s %q", got.Status, got.Reason, got.Message, v1.ReasonChangedSinceRead, msg)
+	}
+	if got := cond(c, hosted.CondUpdating); got.Reason == v1.ReasonProviderBusy {
+		t.Errorf("412 reported as a busy provider: Updating %s/%s %q", got.Status, got.Reason, got.Message)
+	}
+	if res.RequeueAfter <= 0 {
+		t.Errorf("result %+v: want a requeue to re-read and push again", res)
 	}
 }
 
@@ -154,12 +174,14 @@ func TestAKSPoolPutIsConditional(t *testing.T) {
 		}
 		e.waitIdle(t, "rmwpool")
 	})
-	if _, err := e.reconcile("rmwpool"); err != nil {
+	res, err := e.reconcile("rmwpool")
+	if err != nil {
 		t.Fatalf("a stale PUT is no failure: %v", err)
 	}
 	if n := e.size(t, "rmwpool"); n != 3 {
 		t.Fatalf("drover's pool PUT undid the console's scaling: count %d, want 3", n)
 	}
+	wantChangedSinceRead(t, e.get("rmwpool"), res)
 
 	c := e.settle("rmwpool")
 	p := aksConfigPool(c, aksPool)
