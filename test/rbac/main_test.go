@@ -32,6 +32,7 @@ import (
 	migrationcontroller "github.com/droverhq/drover/internal/migration/controller"
 	"github.com/droverhq/drover/internal/registration"
 	"github.com/droverhq/drover/internal/server"
+	"github.com/droverhq/drover/test/distsim"
 	"github.com/droverhq/drover/test/envtest"
 )
 
@@ -60,8 +61,9 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	var err error
 	// The CRDs are installed by the test (as GitOps or Helm would); the server applies them
-	// again at start, as it does by default, which needs its CRD rights.
-	if cluster, err = envtest.Start("rbac", envtest.Options{InstallCRDs: true}); err != nil {
+	// again at start, as it does by default, which needs its CRD rights. A full cluster
+	// (controller-manager, scheduler, kwok): the RKE2 migration needs Ready nodes and pods.
+	if cluster, err = envtest.StartFull("rbac", envtest.Options{InstallCRDs: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -157,7 +159,10 @@ func controllers() []func(ctrl.Manager) error {
 			}).SetupWithManager(mgr)
 		},
 		func(mgr ctrl.Manager) error {
-			return (&migrationcontroller.Reconciler{Client: mgr.GetClient(), PollInterval: 100 * time.Millisecond}).SetupWithManager(mgr)
+			// The downstream control plane is the simulated one of testMigration.
+			return (&migrationcontroller.Reconciler{Client: mgr.GetClient(), PollInterval: 100 * time.Millisecond,
+				StepTimeout: time.Minute, Namespace: downstreamNamespace, Selector: distsim.ClusterLabel + "=" + downstreamName,
+				KCMIdentity: downstreamKCM}).SetupWithManager(mgr)
 		},
 		registration.Controllers(registration.Options{}),
 		bundle.Controllers(bundle.Options{ManageAgents: true}),

@@ -11,11 +11,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -28,7 +31,11 @@ import (
 	"github.com/droverhq/drover/internal/agent"
 	"github.com/droverhq/drover/internal/agent/manifests"
 	"github.com/droverhq/drover/internal/hosted/eks"
+	"github.com/droverhq/drover/internal/migration"
+	"github.com/droverhq/drover/internal/migration/checks"
+	"github.com/droverhq/drover/internal/migration/rke2"
 	sim "github.com/droverhq/drover/pkg/cloudsim/eks"
+	"github.com/droverhq/drover/test/distsim"
 	"github.com/droverhq/drover/test/envtest"
 )
 
@@ -181,6 +188,20 @@ func testRegistrationAndBundle(t *testing.T) {
 	})
 }
 
+// The simulated downstream cluster of testMigration (test/distsim): its nodes, the namespace
+// standing in for its kube-system, and its kube-controller-manager's user. The server's
+// migration controller is configured with them (controllers).
+const (
+	downstreamName      = "rbac"
+	downstreamNamespace = "rbac-downstream"
+	downstreamKCM       = "kcm-rbac"
+)
+
+// testMigration runs an RKE2 cloud-provider migration plan to success through the server: the
+// controller reads and updates the provisioning Cluster, the migration and its status, reads the
+// kubeconfig Secret and records Events, all as the server's ServiceAccount. The downstream
+// cluster (distsim on this API server, nodes made Ready by kwok) is reached as admin through the
+// kubeconfig Secret: only the server's rights on the management side are under test.
 func testMigration(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -197,8 +218,42 @@ func testMigration(t *testing.T) {
 	if err := cluster.Client.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	// The downstream cluster is this API server, reached as admin: only the server's rights on
-	// the management side are under test.
+	key := types.NamespacedName{Namespace: ns, Name: u.GetName()}
+
+	// The downstream cluster: nodes, mirror pods and Leases that follow the provisioning
+	// Cluster, and its kube-controller-manager allowed to take the migration Lease.
+	if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: downstreamNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	grantLease(t)
+	ds := distsim.New(distsim.Options{Client: cluster.Client, Name: downstreamName, Octet: 200, Namespace: downstreamNamespace,
+		RKE2: true, Provisioning: key, ControlPlanes: 2, Workers: 1})
+	info, err := (rke2.Editor{}).Inspect(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ds.Setup(ctx, info.Provider, false); err != nil {
+		t.Fatal(err)
+	}
+	simCtx, stopSim := context.WithCancel(context.Background())
+	simDone := make(chan struct{})
+	go func() { defer close(simDone); ds.Run(simCtx) }()
+	t.Cleanup(func() { stopSim(); <-simDone })
+	checker := &checks.Checker{Client: cluster.Clientset, Namespace: downstreamNamespace, Selector: ds.Selector(), KCMIdentity: downstreamKCM}
+	eventually(t, 30*time.Second, func() error {
+		nodes, err := checker.Nodes(ctx)
+		if err != nil {
+			return err
+		}
+		if len(nodes) != 3 {
+			return fmt.Errorf("%d nodes, want 3", len(nodes))
+		}
+		if problems := checks.Eligibility(nodes, nil); len(problems) > 0 {
+			return fmt.Errorf("nodes not eligible: %v", problems)
+		}
+		return nil
+	})
+
 	if err := cluster.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "downstream"},
 		Data: map[string][]byte{"value": adminKubeconfig(t)}}); err != nil {
 		t.Fatal(err)
@@ -212,17 +267,64 @@ func testMigration(t *testing.T) {
 	if err := cluster.Client.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	// The controller reads the migration, its kubeconfig Secret and the downstream cluster, and
-	// records its preflight (which fails here: this API server has no nodes to migrate).
-	eventually(t, 60*time.Second, func() error {
+	eventually(t, 3*time.Minute, func() error {
 		if err := cluster.Client.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
 			return err
 		}
-		if m.Status.Phase == "" || len(m.Status.Conditions) == 0 {
-			return fmt.Errorf("no status yet: %+v", m.Status)
+		if m.Status.Phase == migrationv1alpha1.PhaseFailed {
+			t.Fatalf("migration failed at step %d: %+v", m.Status.CurrentStep, m.Status.Conditions)
+		}
+		if m.Status.Phase != migrationv1alpha1.PhaseSucceeded {
+			return fmt.Errorf("phase %q at step %d", m.Status.Phase, m.Status.CurrentStep)
 		}
 		return nil
 	})
+	if len(m.Status.Steps) != migration.NumSteps {
+		t.Errorf("%d steps in status, want %d", len(m.Status.Steps), migration.NumSteps)
+	}
+	for _, s := range m.Status.Steps {
+		if s.Phase != migrationv1alpha1.StepSucceeded && s.Phase != migrationv1alpha1.StepSkipped {
+			t.Errorf("step %d %s: %s %q", s.Index, s.Name, s.Phase, s.Message)
+		}
+	}
+	// The plan was applied through the server's update of the provisioning Cluster.
+	got, err := (&rke2.Object{Client: cluster.Client, Key: key}).Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), "cloud-provider-name: external") {
+		t.Errorf("provisioning Cluster not switched to the external cloud provider:\n%s", got)
+	}
+	// Its step Events were recorded by the server.
+	eventually(t, 30*time.Second, func() error {
+		evs := &eventsv1.EventList{}
+		if err := cluster.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, ev := range evs.Items {
+			if ev.Regarding.Name == m.Name && ev.Reason == "Succeeded" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Succeeded Event for the migration among %d", len(evs.Items))
+	})
+}
+
+// grantLease lets the downstream kube-controller-manager take the migration Lease, as rke2
+// does; the preflight checks it.
+func grantLease(t *testing.T) {
+	t.Helper()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: downstreamNamespace, Name: "leader-migration"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+			ResourceNames: []string{checks.MigrationLease}, Verbs: []string{"get", "create", "update"}}}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: downstreamNamespace, Name: "leader-migration"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: downstreamKCM}}}
+	for _, o := range []client.Object{role, rb} {
+		if err := cluster.Client.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func adminKubeconfig(t *testing.T) []byte {
