@@ -1,7 +1,6 @@
 package aks
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,6 +108,7 @@ func (s *Server) handlePutCluster(w http.ResponseWriter, r *http.Request, rt *ro
 		status = http.StatusCreated
 		c, op, e = s.createCluster(rt, &req, tok, now)
 		if e == nil {
+			c.backend = s.opts.Backend
 			s.insert(key, c)
 		}
 	default:
@@ -573,52 +573,6 @@ func (s *Server) handleListClusters(w http.ResponseWriter, r *http.Request, rt *
 		return
 	}
 	writeRaw(w, http.StatusOK, b)
-}
-
-func (s *Server) handleAdminCredential(w http.ResponseWriter, rt *route) {
-	now := s.now()
-	s.mu.Lock()
-	c := s.lookup(rt.key(), now)
-	if c == nil {
-		s.errorLocked(w, notFound(rt))
-		return
-	}
-	kc := s.kubeconfig(c)
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, credentialResults{Kubeconfigs: []credentialResult{{Name: "clusterAdmin", Value: kc}}})
-}
-
-// kubeconfig builds the cluster-admin kubeconfig. It points at the cluster's FQDN and carries
-// the simulator's CA and a stable fake token: nothing serves it, but it has the real shape.
-func (s *Server) kubeconfig(c *cluster) []byte {
-	p := c.mc.Properties
-	server := p.FQDN
-	if server == "" {
-		server = p.PrivateFQDN
-	}
-	name := c.mc.Name
-	user := "clusterAdmin_" + c.rg + "_" + name
-	token := uuidFrom("admin-token/" + strings.ToLower(c.sub+"/"+c.rg+"/"+name))
-	ca := base64.StdEncoding.EncodeToString(s.certs.caPEM)
-	return []byte(fmt.Sprintf(`apiVersion: v1
-clusters:
-- cluster:
-    certificate-authority-data: %s
-    server: https://%s:443
-  name: %s
-contexts:
-- context:
-    cluster: %s
-    user: %s
-  name: %s-admin
-current-context: %s-admin
-kind: Config
-preferences: {}
-users:
-- name: %s
-  user:
-    token: %s
-`, ca, server, name, name, user, name, name, user, strings.ReplaceAll(token, "-", "")))
 }
 
 func (s *Server) handleOperation(w http.ResponseWriter, r *http.Request, rt *route) {

@@ -17,6 +17,7 @@ const (
 	routeClusterListRG
 	routeCluster
 	routeAdminCredential
+	routeUserCredential
 	routePoolList
 	routePool
 	routeOperation
@@ -72,6 +73,7 @@ var (
 	listRGOps      = map[string]string{http.MethodGet: "ManagedClusters.ListByResourceGroup"}
 	poolListOps    = map[string]string{http.MethodGet: "AgentPools.List"}
 	adminCredOps   = map[string]string{http.MethodPost: "ManagedClusters.ListClusterAdminCredentials"}
+	userCredOps    = map[string]string{http.MethodPost: "ManagedClusters.ListClusterUserCredentials"}
 	operationOps   = map[string]string{http.MethodGet: "Operations.Get"}
 	opResultOps    = map[string]string{http.MethodGet: "OperationResults.Get"}
 	openIDOps      = map[string]string{http.MethodGet: "OpenIDConfiguration"}
@@ -150,6 +152,9 @@ func parseRoute(r *http.Request) *route {
 		case eq(s[8], "listClusterAdminCredential"):
 			rt.kind = routeAdminCredential
 			rt.methodOp(r.Method, adminCredOps)
+		case eq(s[8], "listClusterUserCredential"):
+			rt.kind = routeUserCredential
+			rt.methodOp(r.Method, userCredOps)
 		case eq(s[8], "agentPools"):
 			rt.kind = routePoolList
 			rt.methodOp(r.Method, poolListOps)

@@ -60,6 +60,13 @@ type Options struct {
 	// Hostnames are extra DNS names or IPs for the serving certificate, besides localhost,
 	// 127.0.0.1 and ::1.
 	Hostnames []string
+	// Backend, when set, serves every cluster created from then on: the kubeconfigs of
+	// listClusterUserCredential and listClusterAdminCredential point at it, and its TokenReview
+	// path accepts their tokens (see SetBackend to point one cluster elsewhere).
+	Backend *simcore.Backend
+	// KubeTokenLifetime is how long a token of a listed kubeconfig is accepted, on Clock.
+	// Default 1h.
+	KubeTokenLifetime time.Duration
 }
 
 // Server simulates Entra ID (client-credentials tokens) and the ARM Microsoft.ContainerService
@@ -91,6 +98,9 @@ type Server struct {
 	errSeq atomic.Uint64
 	hook   atomic.Pointer[func(op string, r *http.Request)]
 
+	kubeMu     sync.Mutex
+	kubeTokens map[string]kubeToken
+
 	srvMu sync.Mutex
 	srv   *http.Server
 	url   atomic.Pointer[string]
@@ -114,6 +124,9 @@ func New(opts Options) (*Server, error) {
 	if opts.TokenLifetime <= 0 {
 		opts.TokenLifetime = time.Hour
 	}
+	if opts.KubeTokenLifetime <= 0 {
+		opts.KubeTokenLifetime = time.Hour
+	}
 	if opts.ListPageSize <= 0 {
 		opts.ListPageSize = 100
 	}
@@ -135,6 +148,8 @@ func New(opts Options) (*Server, error) {
 		tokens:   make(map[string]*accessToken),
 		clusters: make(map[string]*cluster),
 		ops:      make(map[string]*operation),
+
+		kubeTokens: make(map[string]kubeToken),
 	}
 	if len(opts.ResourceGroups) > 0 {
 		s.rgs = make(map[string]bool, len(opts.ResourceGroups))
@@ -250,6 +265,11 @@ func (s *Server) SetRequestHook(f func(op string, r *http.Request)) {
 
 // ServeHTTP routes one request: count it, apply injected faults, authenticate, then handle.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, simcore.TokenReviewPrefix) {
+		s.counters.Inc("TokenReview")
+		simcore.TokenReviewHandler(s).ServeHTTP(w, r)
+		return
+	}
 	rt := parseRoute(r)
 	s.counters.Inc(rt.op)
 	if f := s.hook.Load(); f != nil {
@@ -328,7 +348,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.handleDeleteCluster(w, r, rt)
 		}
 	case routeAdminCredential:
-		s.handleAdminCredential(w, rt)
+		s.handleCredential(w, rt, true)
+	case routeUserCredential:
+		s.handleCredential(w, rt, false)
 	case routePoolList:
 		s.handleListPools(w, rt)
 	case routePool:

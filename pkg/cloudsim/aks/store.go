@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 )
 
 // Provisioning states, as AKS reports them.
@@ -56,6 +58,8 @@ type cluster struct {
 	// etag changes with every accepted write of the cluster (and then of all its pools too, as
 	// on AKS); clients send it back in If-Match to make a read-modify-write safe.
 	etag string
+	// backend is the real API server serving the cluster, if any.
+	backend *simcore.Backend
 }
 
 type pool struct {

@@ -2,6 +2,7 @@ package simcore
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,3 +39,14 @@ func (c *ManualClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
 }
+
+// ShiftedClock is the wall clock moved forward by what Advance added: time flows by itself, as
+// SDK pollers and signers expect, and a test can still jump ahead (to expire a token, say).
+// The zero value is the wall clock.
+type ShiftedClock struct{ offset atomic.Int64 }
+
+// Now returns the wall clock plus the offset.
+func (c *ShiftedClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// Advance moves the clock forward by d.
+func (c *ShiftedClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
