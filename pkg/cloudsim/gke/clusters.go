@@ -80,6 +80,9 @@ func handleCreateCluster(s *Server, r *http.Request, rt *route) ([]byte, *apiErr
 	c.CreateTime = now.UTC().Format(time.RFC3339)
 	c.Endpoint = fmt.Sprintf("34.%d.%d.%d", 64+(s.ipSeq>>16)&63, (s.ipSeq>>8)&255, s.ipSeq&255)
 	rec := &clusterRec{project: rt.project, key: key, c: c}
+	if s.backend != nil {
+		rec.setBackend(s.backend)
+	}
 	ps.clusters[key] = rec
 	c.CurrentNodeCount, c.CurrentNodeVersion = nodeSummary(c)
 	return s.startOp(rec, "CREATE_CLUSTER", c.SelfLink, func(fail string) {

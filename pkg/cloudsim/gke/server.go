@@ -32,6 +32,10 @@ type Options struct {
 	// once (or at all, for some), so callers must also list operations. Zero shows RECONCILING
 	// at once. The operation is RUNNING, and blocks others, throughout.
 	StatusLag time.Duration
+	// Backend, when set, serves every cluster created from then on: clusters.get reports its
+	// endpoint and CA (masterAuth.clusterCaCertificate), and its TokenReview path accepts the
+	// access tokens of service accounts allowed in the cluster's project (see SetBackend).
+	Backend *simcore.Backend
 }
 
 // Server simulates the GKE container/v1 REST API and Google's OAuth2 token endpoint. It is an
@@ -47,6 +51,8 @@ type Server struct {
 	auth     authority
 	baseURL  atomic.Pointer[string]
 	nFaults  atomic.Int64
+
+	backend *simcore.Backend
 
 	caOnce sync.Once
 	caPEM  string // base64 PEM shared by every cluster's masterAuth
@@ -84,6 +90,7 @@ func New(opts Options) *Server {
 		versions: vs,
 		projects: map[string]*projectState{},
 		ops:      map[string]*opRec{},
+		backend:  opts.Backend,
 	}
 	s.auth = authority{
 		accounts: map[string]*serviceAccount{},
@@ -121,6 +128,11 @@ func (s *Server) Faults() *simcore.Faults { return s.faults }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/token" {
 		s.handleToken(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, simcore.TokenReviewPrefix) {
+		s.counters.Inc("tokenReview")
+		simcore.TokenReviewHandler(s).ServeHTTP(w, r)
 		return
 	}
 	rt, ok := parseRoute(r.Method, r.URL.Path)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	container "google.golang.org/api/container/v1"
+
+	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 )
 
 // The simulator keeps resources as the SDK's own container/v1 types, so that the JSON it
@@ -32,6 +34,7 @@ type clusterRec struct {
 	failNext string // message the next operation fails with
 	json     []byte // cached encoding of c; nil after any change
 	gone     bool   // deleted
+	backend  *simcore.Backend
 }
 
 // opRec is an Operation and what happens when it ends. Operations end lazily: the first access
