@@ -181,22 +181,62 @@ func ReadManifestDir(dir string) ([]runtime.RawExtension, error) {
 }
 
 func newBundleStatusCommand(k *kubeOptions) *cobra.Command {
-	return &cobra.Command{
+	var o output
+	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show where a Bundle is deployed and which clusters are not ready",
-		Args:  cobra.ExactArgs(1),
+		Example: `  drover bundle status web
+  drover bundle status web -o yaml
+  drover bundle status web -o jsonpath='{.status.summary.ready}'`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
 			c, ns, err := bundleClient(k)
 			if err != nil {
 				return err
 			}
 			b := &fleetv1alpha1.Bundle{}
 			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, b); err != nil {
-				return err
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("bundle %q not found in namespace %s (see `drover bundle list -n %s`)", args[0], ns, ns)
+				}
+				return fmt.Errorf("get bundle %s/%s: %w", ns, args[0], err)
 			}
-			return printBundleStatus(cmd.OutOrStdout(), b)
+			return printOne(cmd.OutOrStdout(), &o, b, bundleColumns, func() error { return printBundleStatus(cmd.OutOrStdout(), b) })
 		},
 	}
+	o.addFlag(cmd, "details")
+	return cmd
+}
+
+// bundleColumns are the table columns of Bundles.
+var bundleColumns = []column[*fleetv1alpha1.Bundle]{
+	{name: "NAME", cell: func(b *fleetv1alpha1.Bundle) string { return b.Name }},
+	{name: "READY", cell: func(b *fleetv1alpha1.Bundle) string {
+		return fmt.Sprintf("%d/%d", b.Status.Summary.Ready, b.Status.Summary.DesiredReady)
+	}},
+	{name: "PENDING", cell: func(b *fleetv1alpha1.Bundle) string { return fmt.Sprint(b.Status.Summary.Pending) }},
+	{name: "NOT READY", cell: func(b *fleetv1alpha1.Bundle) string { return fmt.Sprint(b.Status.Summary.NotReady) }},
+	{name: "MODIFIED", cell: func(b *fleetv1alpha1.Bundle) string { return fmt.Sprint(b.Status.Summary.Modified) }},
+	{name: "ERRORED", cell: func(b *fleetv1alpha1.Bundle) string { return fmt.Sprint(b.Status.Summary.ErrApplied) }},
+	{name: "RESOURCES", cell: func(b *fleetv1alpha1.Bundle) string { return fmt.Sprint(len(b.Spec.Resources)) }},
+	{name: "TARGETS", wide: true, cell: bundleTargets},
+	{name: "DEPLOYMENT ID", wide: true, cell: func(b *fleetv1alpha1.Bundle) string { return orDash(b.Status.DeploymentID) }},
+}
+
+func bundleTargets(b *fleetv1alpha1.Bundle) string {
+	var ts []string
+	for _, t := range b.Spec.Targets {
+		switch {
+		case t.ClusterName != "":
+			ts = append(ts, t.ClusterName)
+		case t.ClusterSelector != nil:
+			ts = append(ts, metav1.FormatLabelSelector(t.ClusterSelector))
+		}
+	}
+	return orDash(strings.Join(ts, ","))
 }
 
 func printBundleStatus(w io.Writer, b *fleetv1alpha1.Bundle) error {

@@ -40,36 +40,118 @@ func newClusterCommand(k *kubeOptions) *cobra.Command {
 }
 
 func newClusterListCommand(k *kubeOptions) *cobra.Command {
-	return &cobra.Command{
+	var o output
+	cmd := &cobra.Command{
 		Use: "list", Short: "List hosted clusters with their phase and sync state", Args: cobra.NoArgs,
+		Example: `  drover cluster list
+  drover cluster list -A -o wide
+  drover cluster list -o jsonpath='{.items[*].metadata.name}'`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
 			c, ns, err := k.client("default")
 			if err != nil {
 				return err
 			}
+			opts, err := k.listOptions(ns)
+			if err != nil {
+				return err
+			}
 			var list v1.ClusterList
-			if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
-				return fmt.Errorf("list clusters in %s: %w", ns, err)
+			if err := c.List(cmd.Context(), &list, opts...); err != nil {
+				return fmt.Errorf("list clusters in %s: %w", orAll(k.listNamespace(ns)), err)
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tPROVIDER\tPHASE\tSYNCED\tCONFLICT\tLAST REFRESH")
+			items := make([]*v1.Cluster, len(list.Items))
 			for i := range list.Items {
-				cl := &list.Items[i]
-				p := "?"
-				if pr := providerOf(cl); pr != nil {
-					p = pr.Name()
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", cl.Name, p, orDash(string(cl.Status.Phase)), condStatus(cl, hosted.CondSynced), condStatus(cl, hosted.CondConflict), age(cl.Status.LastRefreshTime))
+				items[i] = &list.Items[i]
 			}
-			return w.Flush()
+			return printList(cmd.OutOrStdout(), cmd.ErrOrStderr(), &o, items, clusterColumns, k.allNamespaces, "clusters found in "+orAll(k.listNamespace(ns)))
 		},
 	}
+	o.addFlag(cmd, "table")
+	k.addListFlags(cmd)
+	return cmd
+}
+
+// clusterColumns are the table columns of hosted clusters.
+var clusterColumns = []column[*v1.Cluster]{
+	{name: "NAME", cell: func(c *v1.Cluster) string { return c.Name }},
+	{name: "PROVIDER", cell: func(c *v1.Cluster) string {
+		if p := providerOf(c); p != nil {
+			return p.Name()
+		}
+		return "?"
+	}},
+	{name: "LOCATION", cell: clusterLocation},
+	{name: "PHASE", cell: func(c *v1.Cluster) string { return orDash(string(c.Status.Phase)) }},
+	{name: "READY", cell: func(c *v1.Cluster) string { return condStatus(c, hosted.CondReady) }},
+	{name: "SYNCED", cell: func(c *v1.Cluster) string { return condStatus(c, hosted.CondSynced) }},
+	{name: "CONFLICT", cell: func(c *v1.Cluster) string { return condStatus(c, hosted.CondConflict) }},
+	{name: "LAST REFRESH", cell: func(c *v1.Cluster) string { return ago(c.Status.LastRefreshTime) }},
+	{name: "VERSION", wide: true, cell: clusterVersion},
+	{name: "POLICY", wide: true, cell: func(c *v1.Cluster) string { return orDash(string(c.Spec.SyncPolicy)) }},
+	{name: "IMPORTED", wide: true, cell: func(c *v1.Cluster) string { return fmt.Sprint(clusterImported(c)) }},
+}
+
+func clusterLocation(c *v1.Cluster) string {
+	switch {
+	case c.Spec.EKSConfig != nil:
+		return c.Spec.EKSConfig.Region
+	case c.Spec.AKSConfig != nil:
+		return c.Spec.AKSConfig.ResourceLocation
+	case c.Spec.GKEConfig != nil:
+		return orDash(c.Spec.GKEConfig.Region + c.Spec.GKEConfig.Zone)
+	}
+	return "-"
+}
+
+func clusterVersion(c *v1.Cluster) string {
+	var v *string
+	switch {
+	case c.Spec.EKSConfig != nil:
+		v = c.Spec.EKSConfig.KubernetesVersion
+	case c.Spec.AKSConfig != nil:
+		v = c.Spec.AKSConfig.KubernetesVersion
+	case c.Spec.GKEConfig != nil:
+		v = c.Spec.GKEConfig.KubernetesVersion
+	}
+	if v == nil {
+		return "-"
+	}
+	return orDash(*v)
+}
+
+func clusterImported(c *v1.Cluster) bool {
+	switch {
+	case c.Spec.EKSConfig != nil:
+		return c.Spec.EKSConfig.Imported
+	case c.Spec.AKSConfig != nil:
+		return c.Spec.AKSConfig.Imported
+	case c.Spec.GKEConfig != nil:
+		return c.Spec.GKEConfig.Imported
+	}
+	return false
+}
+
+func orAll(ns string) string {
+	if ns == "" {
+		return "all namespaces"
+	}
+	return "namespace " + ns
 }
 
 func newClusterGetCommand(k *kubeOptions) *cobra.Command {
-	return &cobra.Command{
+	var o output
+	cmd := &cobra.Command{
 		Use: "get NAME", Short: "Show a hosted cluster's effective desired state, which fields drover manages, drift and conflicts", Args: cobra.ExactArgs(1),
+		Example: `  drover cluster get prod
+  drover cluster get prod -o yaml
+  drover cluster get prod -o jsonpath='{.status.phase}'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
 			c, ns, err := k.client("default")
 			if err != nil {
 				return err
@@ -81,9 +163,11 @@ func newClusterGetCommand(k *kubeOptions) *cobra.Command {
 				}
 				return fmt.Errorf("get cluster %s/%s: %w", ns, args[0], err)
 			}
-			return printCluster(cmd.OutOrStdout(), cl)
+			return printOne(cmd.OutOrStdout(), &o, cl, clusterColumns, func() error { return printCluster(cmd.OutOrStdout(), cl) })
 		},
 	}
+	o.addFlag(cmd, "details")
+	return cmd
 }
 
 func printCluster(out io.Writer, cl *v1.Cluster) error {
@@ -195,10 +279,7 @@ func newClusterImportGKECommand(k *kubeOptions) *cobra.Command {
 }
 
 func condStatus(c *v1.Cluster, t string) string {
-	if cond := meta.FindStatusCondition(c.Status.Conditions, t); cond != nil {
-		return string(cond.Status)
-	}
-	return "-"
+	return condStatusOf(c.Status.Conditions, t)
 }
 
 func orDash(s string) string {
@@ -206,13 +287,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func age(t *metav1.Time) string {
-	if t == nil {
-		return "never"
-	}
-	return time.Since(t.Time).Round(time.Second).String() + " ago"
 }
 
 func newClusterImportAKSCommand(k *kubeOptions) *cobra.Command {

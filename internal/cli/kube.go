@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,6 +32,8 @@ type kubeOptions struct {
 	flags *genericclioptions.ConfigFlags
 	// allNamespaces is -A on list commands.
 	allNamespaces bool
+	// selector is -l on list commands.
+	selector string
 }
 
 func newKubeOptions() *kubeOptions {
@@ -52,9 +55,10 @@ func (k *kubeOptions) addFlags(cmd *cobra.Command) {
 	f.Lookup("namespace").Usage = "namespace (default: the kubeconfig context's, else the service account's, else default; drover-default for fleet objects)"
 }
 
-// addAllNamespaces binds -A/--all-namespaces on a list command.
-func (k *kubeOptions) addAllNamespaces(cmd *cobra.Command) {
+// addListFlags binds -A/--all-namespaces and -l/--selector on a list command.
+func (k *kubeOptions) addListFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&k.allNamespaces, "all-namespaces", "A", false, "list across all namespaces")
+	cmd.Flags().StringVarP(&k.selector, "selector", "l", "", "label selector, e.g. env=prod,tier in (a,b)")
 }
 
 // kubeTarget is the resolved management cluster.
@@ -195,6 +199,19 @@ func (k *kubeOptions) listNamespace(ns string) string {
 		return ""
 	}
 	return ns
+}
+
+// listOptions are the namespace (-n, -A) and label selector (-l) of a list command.
+func (k *kubeOptions) listOptions(ns string) ([]client.ListOption, error) {
+	opts := []client.ListOption{client.InNamespace(k.listNamespace(ns))}
+	if k.selector != "" {
+		sel, err := labels.Parse(k.selector)
+		if err != nil {
+			return nil, usageErrorf("-l %q: %w", k.selector, err)
+		}
+		opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
+	}
+	return opts, nil
 }
 
 // downstreamConfig loads the kubeconfig of a downstream cluster (--downstream-kubeconfig): an

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/droverhq/drover/internal/controlplane"
 	"github.com/droverhq/drover/internal/version"
@@ -52,27 +53,35 @@ func Main(args []string) int {
 func newVersionCommand() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "version",
-		Short: "Print drover's version, git commit, Go version and the Kubernetes version it was built against",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print drover's version, git commit, Go version and the Kubernetes version it was built against",
+		Example: "  drover version\n  drover version -o json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info := buildInfo()
 			switch output {
 			case "":
 				_, err := fmt.Fprint(cmd.OutOrStdout(), info.String())
 				return err
-			case "json":
+			case "json", "yaml":
 				b, err := info.JSON()
 				if err != nil {
+					return err
+				}
+				if output == "yaml" {
+					if b, err = yaml.JSONToYAML(b); err != nil {
+						return err
+					}
+					_, err = cmd.OutOrStdout().Write(b)
 					return err
 				}
 				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
 				return err
 			}
-			return fmt.Errorf("-o %s: unknown output format (use json, or leave it out)", output)
+			return usageErrorf("-o %s: unknown output format (use json or yaml, or leave it out)", output)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json|yaml")
 	return cmd
 }
 

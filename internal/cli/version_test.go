@@ -47,7 +47,10 @@ func TestVersionCommand(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
 	}
-	if _, err := runVersion(t, "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "unknown output format") {
-		t.Errorf("-o yaml: %v", err)
+	if y, err := runVersion(t, "-o", "yaml"); err != nil || !strings.Contains(y, "gitCommit: "+info.GitCommit) {
+		t.Errorf("-o yaml: %v\n%s", err, y)
+	}
+	if _, err := runVersion(t, "-o", "xml"); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "unknown output format") {
+		t.Errorf("-o xml: %v, want a usage error", err)
 	}
 }

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/hosted"
+)
+
+// goldenNS holds the fixed objects of the golden tests; goldenLabel marks them for -A -l.
+const (
+	goldenNS    = "golden"
+	goldenLabel = "drover.io/golden=true"
+)
+
+var goldenNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// seedGolden creates the fixed objects every golden test prints.
+func seedGolden(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	c := mgmt.Client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goldenNS}}); err != nil {
+		t.Fatal(err)
+	}
+	refreshed := metav1.NewTime(goldenNow.Add(-90 * time.Second))
+	since := metav1.NewTime(goldenNow.Add(-time.Hour))
+	cond := func(typ string, st metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: st, Reason: reason, Message: msg, LastTransitionTime: since}
+	}
+	labels := map[string]string{"drover.io/golden": "true"}
+	prod := &v1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: goldenNS, Name: "prod", Labels: labels},
+		Spec: v1.ClusterSpec{SyncPolicy: v1.SyncPolicyAdopt, EKSConfig: &v1.EKSClusterConfig{
+			DisplayName: "prod", Region: "us-west-2", CredentialSecret: "aws", KubernetesVersion: ptr.To("1.32"),
+			Tags: map[string]string{"team": "platform"},
+		}},
+	}
+	staging := &v1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: goldenNS, Name: "staging", Labels: labels},
+		Spec: v1.ClusterSpec{GKEConfig: &v1.GKEClusterConfig{
+			ClusterName: "staging", ProjectID: "acme", Zone: "europe-west1-b", CredentialSecret: "gcp", Imported: true,
+		}},
+	}
+	web := &fleetv1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: goldenNS, Name: "web", Labels: labels},
+		Spec: fleetv1alpha1.BundleSpec{
+			Resources: []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web"}}`)}},
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: "prod"},
+				{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}},
+		},
+	}
+	for _, o := range []client.Object{prod, staging, web} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("create %s: %v", o.GetName(), err)
+		}
+	}
+	prod.Status = v1.ClusterStatus{Phase: v1.PhaseActive, LastRefreshTime: &refreshed, Conditions: []metav1.Condition{
+		cond(hosted.CondReady, metav1.ConditionTrue, "Active", "the cluster is active"),
+		cond(hosted.CondSynced, metav1.ConditionTrue, "InSync", "the provider matches the spec"),
+		cond(hosted.CondConflict, metav1.ConditionFalse, "NoConflict", ""),
+	}}
+	staging.Status = v1.ClusterStatus{Phase: v1.PhaseCreating}
+	web.Status = fleetv1alpha1.BundleStatus{DeploymentID: "s-1:abc", Summary: fleetv1alpha1.BundleSummary{
+		DesiredReady: 2, Ready: 1, Pending: 1,
+		NonReadyClusters: []fleetv1alpha1.NonReadyCluster{{Name: "edge", State: "Pending", Message: "waiting for the agent"}},
+	}}
+	meta.SetStatusCondition(&web.Status.Conditions, cond("Ready", metav1.ConditionFalse, "NotReady", "1 of 2 clusters ready"))
+	for _, o := range []client.Object{prod, staging, web} {
+		if err := c.Status().Update(ctx, o); err != nil {
+			t.Fatalf("status of %s: %v", o.GetName(), err)
+		}
+	}
+}
+
+var volatile = regexp.MustCompile(`(?m)("?(uid|resourceVersion|creationTimestamp)"?: )"?[^",\n]*"?`)
+
+// golden compares got with testdata/name.golden (rewritten with -update).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	got = volatile.ReplaceAllString(got, `${1}"X"`)
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run with -update if intended):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// TestGoldenOutput: every read command in every output format, against fixed objects.
+func TestGoldenOutput(t *testing.T) {
+	seedGolden(t)
+	old := now
+	now = func() time.Time { return goldenNow }
+	t.Cleanup(func() { now = old })
+	kc := mgmtKubeconfig(t)
+	formats := []string{"", "table", "wide", "json", "yaml", "name", "jsonpath={.metadata.name}"}
+	type command struct {
+		name string
+		args []string
+		list bool
+	}
+	commands := []command{
+		{"cluster-list", []string{"cluster", "list"}, true},
+		{"cluster-get", []string{"cluster", "get", "prod"}, false},
+		{"bundle-status", []string{"bundle", "status", "web"}, false},
+	}
+	for _, c := range commands {
+		for _, f := range formats {
+			name := c.name
+			args := append([]string{}, c.args...)
+			if f != "" {
+				args = append(args, "-o", f)
+				name += "-" + strings.SplitN(f, "=", 2)[0]
+				if c.list && strings.HasPrefix(f, "jsonpath") {
+					args[len(args)-1] = "jsonpath={.items[*].metadata.name}"
+				}
+			}
+			t.Run(name, func(t *testing.T) {
+				out, errOut, err := drover(t.Context(), append(args, "--kubeconfig", kc, "-n", goldenNS)...)
+				if err != nil {
+					t.Fatalf("%v: %v\n%s", args, err, errOut)
+				}
+				golden(t, name, out)
+				if f == "" || f == "table" {
+					for _, l := range strings.Split(out, "\n") {
+						if len(l) > 100 {
+							t.Errorf("line wider than 100 columns (%d): %q", len(l), l)
+						}
+					}
+				}
+			})
+		}
+	}
+	t.Run("cluster-list-all-namespaces", func(t *testing.T) {
+		out, _, err := drover(t.Context(), "cluster", "list", "-A", "-l", goldenLabel, "--kubeconfig", kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "cluster-list-all-namespaces", out)
+	})
+	t.Run("empty list", func(t *testing.T) {
+		out, errOut, err := drover(t.Context(), "cluster", "list", "-l", "nothing=here", "--kubeconfig", kc, "-n", goldenNS)
+		if err != nil || out != "" || !strings.Contains(errOut, "No clusters found in namespace golden") {
+			t.Fatalf("empty list: %v stdout %q stderr %q", err, out, errOut)
+		}
+	})
+	t.Run("unknown format", func(t *testing.T) {
+		_, _, err := drover(t.Context(), "cluster", "list", "-o", "xml", "--kubeconfig", kc)
+		if ExitCode(err) != ExitUsage {
+			t.Fatalf("-o xml: %v (exit %d), want a usage error", err, ExitCode(err))
+		}
+	})
+}

@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/droverhq/drover/internal/server"
+)
+
+// now is the clock of relative times ("3m ago"); golden tests fix it.
+var now = time.Now
+
+// outputFormats are the -o values of every read command.
+const outputFormats = "table|wide|json|yaml|name|jsonpath=TEMPLATE"
+
+// output is the -o flag of a read command.
+type output struct {
+	format string
+}
+
+func (o *output) addFlag(cmd *cobra.Command, human string) {
+	usage := "output format: " + outputFormats
+	if human != "" {
+		usage += " (default: " + human + ")"
+	}
+	cmd.Flags().StringVarP(&o.format, "output", "o", "", usage)
+	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"table", "wide", "json", "yaml", "name", "jsonpath="}, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	})
+}
+
+// validate fails with a usage error on an unknown -o value.
+func (o *output) validate() error {
+	switch f := o.format; {
+	case f == "", f == "table", f == "wide", f == "json", f == "yaml", f == "name":
+		return nil
+	case strings.HasPrefix(f, "jsonpath="):
+		if _, err := printers.NewJSONPathPrinter(strings.TrimPrefix(f, "jsonpath=")); err != nil {
+			return usageErrorf("-o %s: %w", f, err)
+		}
+		return nil
+	}
+	return usageErrorf("-o %s: unknown output format (use %s)", o.format, outputFormats)
+}
+
+// human: no -o; the command prints its own view (a table for lists, details for get).
+func (o *output) human() bool { return o.format == "" }
+
+// column is one table column; wide columns show only with -o wide.
+type column[T any] struct {
+	name string
+	wide bool
+	cell func(T) string
+}
+
+// printList prints items in the chosen format. Table formats list namespaces with -A
+// (withNamespace); an empty table says so on errOut, like kubectl.
+func printList[T client.Object](out, errOut io.Writer, o *output, items []T, cols []column[T], withNamespace bool, what string) error {
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].GetNamespace() != items[j].GetNamespace() {
+			return items[i].GetNamespace() < items[j].GetNamespace()
+		}
+		return items[i].GetName() < items[j].GetName()
+	})
+	switch {
+	case o.format == "" || o.format == "table" || o.format == "wide":
+		if len(items) == 0 {
+			fmt.Fprintf(errOut, "No %s.\n", what)
+			return nil
+		}
+		return printTable(out, o.format == "wide", items, cols, withNamespace)
+	case o.format == "name":
+		for _, it := range items {
+			if err := printObject(out, o, it); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	for _, it := range items {
+		if err := setKind(it); err != nil {
+			return err
+		}
+		clean(it)
+		b, err := json.Marshal(it)
+		if err != nil {
+			return err
+		}
+		list.Items = append(list.Items, runtime.RawExtension{Raw: b})
+	}
+	p, err := o.printer()
+	if err != nil {
+		return err
+	}
+	return p.PrintObj(list, out)
+}
+
+// printOne prints one object: the command's human view with no -o, else like printList.
+func printOne[T client.Object](out io.Writer, o *output, obj T, cols []column[T], human func() error) error {
+	switch o.format {
+	case "":
+		return human()
+	case "table", "wide":
+		return printTable(out, o.format == "wide", []T{obj}, cols, false)
+	}
+	return printObject(out, o, obj)
+}
+
+func printObject(out io.Writer, o *output, obj client.Object) error {
+	if err := setKind(obj); err != nil {
+		return err
+	}
+	clean(obj)
+	p, err := o.printer()
+	if err != nil {
+		return err
+	}
+	return p.PrintObj(obj, out)
+}
+
+func (o *output) printer() (printers.ResourcePrinter, error) {
+	switch f := o.format; {
+	case f == "json":
+		return &printers.JSONPrinter{}, nil
+	case f == "yaml":
+		return &printers.YAMLPrinter{}, nil
+	case f == "name":
+		return &printers.NamePrinter{}, nil
+	case strings.HasPrefix(f, "jsonpath="):
+		p, err := printers.NewJSONPathPrinter(strings.TrimPrefix(f, "jsonpath="))
+		if err != nil {
+			return nil, usageErrorf("-o %s: %w", f, err)
+		}
+		p.AllowMissingKeys(true)
+		return p, nil
+	}
+	return nil, usageErrorf("-o %s: unknown output format (use %s)", o.format, outputFormats)
+}
+
+// printTable prints a metav1.Table through cli-runtime's table printer.
+func printTable[T client.Object](out io.Writer, wide bool, items []T, cols []column[T], withNamespace bool) error {
+	t := &metav1.Table{}
+	for _, c := range cols {
+		d := metav1.TableColumnDefinition{Name: c.name, Type: "string"}
+		if c.wide {
+			d.Priority = 1
+		}
+		t.ColumnDefinitions = append(t.ColumnDefinitions, d)
+	}
+	for _, it := range items {
+		row := metav1.TableRow{Object: runtime.RawExtension{Object: it}}
+		for _, c := range cols {
+			row.Cells = append(row.Cells, c.cell(it))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return printers.NewTablePrinter(printers.PrintOptions{Wide: wide, WithNamespace: withNamespace}).PrintObj(t, out)
+}
+
+// setKind fills in apiVersion and kind, which typed clients leave empty.
+func setKind(obj runtime.Object) error {
+	gvk, err := apiutil.GVKForObject(obj, server.Scheme())
+	if err != nil {
+		return err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return nil
+}
+
+// clean drops managedFields, as kubectl does by default.
+func clean(obj runtime.Object) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+}
+
+// ago is a kubectl-style relative time: "5m", "never".
+func ago(t *metav1.Time) string {
+	if t == nil || t.IsZero() {
+		return "never"
+	}
+	return duration.HumanDuration(now().Sub(t.Time)) + " ago"
+}
+
+func condStatusOf(conds []metav1.Condition, t string) string {
+	if c := meta.FindStatusCondition(conds, t); c != nil {
+		return string(c.Status)
+	}
+	return "-"
+}
