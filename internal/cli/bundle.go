@@ -66,19 +66,19 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 			for _, s := range selectors {
 				sel, err := metav1.ParseToLabelSelector(s)
 				if err != nil {
-					return fmt.Errorf("--selector %q: %w", s, err)
+					return usageErrorf("--selector %q: %w", s, err)
 				}
 				b.Spec.Targets = append(b.Spec.Targets, fleetv1alpha1.BundleTarget{ClusterSelector: sel})
 			}
 			for _, s := range excludes {
 				sel, err := metav1.ParseToLabelSelector(s)
 				if err != nil {
-					return fmt.Errorf("--exclude %q: %w", s, err)
+					return usageErrorf("--exclude %q: %w", s, err)
 				}
 				b.Spec.Exclude = append(b.Spec.Exclude, fleetv1alpha1.BundleTarget{ClusterSelector: sel})
 			}
 			if len(b.Spec.Targets) == 0 {
-				return errors.New("no targets: pass --cluster NAME or --selector LABELS")
+				return usageErrorf("no targets: pass --cluster NAME or --selector LABELS")
 			}
 			if dry {
 				b.Namespace = *k.flags.Namespace

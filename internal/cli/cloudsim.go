@@ -45,15 +45,15 @@ picks free ports. Credentials and key files are written to --dir.`,
 			}
 			fc, err := simcore.ParseFaults(faults)
 			if err != nil {
-				return fmt.Errorf("--faults: %w", err)
+				return usageErrorf("--faults: %w", err)
 			}
 			host, portStr, err := net.SplitHostPort(listen)
 			if err != nil {
-				return fmt.Errorf("--listen %q is not host:port (e.g. 127.0.0.1:4566): %w", listen, err)
+				return usageErrorf("--listen %q is not host:port (e.g. 127.0.0.1:4566): %w", listen, err)
 			}
 			port, err := strconv.Atoi(portStr)
 			if err != nil {
-				return fmt.Errorf("--listen %q: port must be a number", listen)
+				return usageErrorf("--listen %q: port must be a number", listen)
 			}
 			addr := func(i int) string {
 				if port == 0 {

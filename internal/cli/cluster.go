@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -217,7 +216,7 @@ func newClusterImportCommand(k *kubeOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for flag, v := range map[string]string{"--name": name, "--region": region, "--credential": credential} {
 				if v == "" {
-					return fmt.Errorf("%s is required", flag)
+					return usageErrorf("%s is required", flag)
 				}
 			}
 			if displayName == "" {
@@ -250,11 +249,11 @@ func newClusterImportGKECommand(k *kubeOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for flag, v := range map[string]string{"--name": name, "--project": project, "--credential": credential} {
 				if v == "" {
-					return fmt.Errorf("%s is required", flag)
+					return usageErrorf("%s is required", flag)
 				}
 			}
 			if (region == "") == (zone == "") {
-				return errors.New("exactly one of --region (regional cluster) and --zone (zonal cluster) is required")
+				return usageErrorf("exactly one of --region (regional cluster) and --zone (zonal cluster) is required")
 			}
 			if clusterName == "" {
 				clusterName = name
@@ -296,7 +295,7 @@ func newClusterImportAKSCommand(k *kubeOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for flag, v := range map[string]string{"--name": name, "--resource-group": resourceGroup, "--location": location, "--credential": credential} {
 				if v == "" {
-					return fmt.Errorf("%s is required", flag)
+					return usageErrorf("%s is required", flag)
 				}
 			}
 			if clusterName == "" {

@@ -119,7 +119,7 @@ func (o *migrateOptions) engine(ctx context.Context, out io.Writer) (*migration.
 	switch o.distribution {
 	case "rke1":
 		if o.configFile == "" {
-			return nil, errors.New("rke1 needs --config <cluster.yml>")
+			return nil, usageErrorf("rke1 needs --config <cluster.yml>")
 		}
 		c := rke1.New(o.configFile, o.applyCommand, run)
 		c.HelmCommand, c.UninstallCommand, c.UseInstanceMetadataHostname = o.helmCommand, o.uninstallCommand, o.imdsHostname
@@ -150,10 +150,10 @@ func (o *migrateOptions) engine(ctx context.Context, out io.Writer) (*migration.
 			}
 			dist = &rke2.Object{Client: c, Key: types.NamespacedName{Namespace: ns, Name: name}}
 		default:
-			return nil, errors.New("rke2 needs --config <file> or --cluster namespace/name")
+			return nil, usageErrorf("rke2 needs --config <file> or --cluster namespace/name")
 		}
 	default:
-		return nil, fmt.Errorf("--distribution must be rke2 or rke1, not %q", o.distribution)
+		return nil, usageErrorf("--distribution must be rke2 or rke1, not %q", o.distribution)
 	}
 	state := o.stateFile
 	if state == "" {
@@ -195,7 +195,7 @@ func (o *migrateOptions) plan(cmd *cobra.Command, out io.Writer) error {
 	}
 	p.Print(out)
 	if len(p.Refusals) > 0 {
-		return errors.New("the cluster is not eligible for migration (see above)")
+		return withCode(ExitRefused, errors.New("the cluster is not eligible for migration (see above)"))
 	}
 	return nil
 }
@@ -213,7 +213,7 @@ func (o *migrateOptions) apply(cmd *cobra.Command, out io.Writer) error {
 		}
 		if len(p.Refusals) > 0 {
 			p.Print(out)
-			return errors.New("the cluster is not eligible for migration (see above)")
+			return withCode(ExitRefused, errors.New("the cluster is not eligible for migration (see above)"))
 		}
 	} else if err == nil {
 		fmt.Fprintln(out, "Resuming from", eng.Store.(migration.FileStore).Path)

@@ -4,7 +4,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"os/signal"
 	"syscall"
 
@@ -33,21 +35,58 @@ func newRoot() (*cobra.Command, *kubeOptions) {
 	root.AddCommand(newServerCommand(k), newVersionCommand(), newClusterCommand(k), newCloudsimCommand())
 	root.AddCommand(newAgentCommand(k), newMigrateCommand(k))
 	root.AddCommand(newBundleCommand(k))
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
+	usageCodes(root)
 	return root, k
 }
 
-// Main runs the command line with args and returns the exit code. SIGINT/SIGTERM cancel the
+// usageCodes makes argument errors exit with ExitUsage, and gives command groups (cluster,
+// bundle, ...) a usage error for an unknown subcommand instead of help with exit 0.
+func usageCodes(cmd *cobra.Command) {
+	if validate := cmd.Args; validate != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			return withCode(ExitUsage, validate(c, args))
+		}
+	}
+	if !cmd.Runnable() && cmd.HasSubCommands() {
+		cmd.Args = cobra.ArbitraryArgs
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q for %q", args[0], c.CommandPath())
+			}
+			return c.Help()
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageCodes(sub)
+	}
+}
+
+// Main runs the command line with args and returns the exit code (see ExitOK and the others,
+// documented in docs/cli.md). SIGINT/SIGTERM cancel the
 // command's context, so long-running commands stop cleanly.
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd := NewRootCommand()
 	cmd.SetArgs(args)
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
-		return 1
+	return exit(cmd.ExecuteContext(ctx), os.Stderr)
+}
+
+// exit reports err on stderr and maps it to drover's exit code, once for every command.
+func exit(err error, stderr io.Writer) int {
+	if err == nil {
+		return ExitOK
 	}
-	return 0
+	code := ExitCode(err)
+	if code == ExitError && strings.HasPrefix(err.Error(), "required flag(s)") {
+		code = ExitUsage // cobra's own check of MarkFlagRequired
+	}
+	fmt.Fprintf(stderr, "Error: %v\n", err)
+	if code == ExitUsage {
+		fmt.Fprintln(stderr, "Run with --help for usage.")
+	}
+	return code
 }
 
 func newVersionCommand() *cobra.Command {
