@@ -25,7 +25,11 @@ func newAgentCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run drover's agent on a downstream cluster (registers, applies BundleDeployments, checks in)",
-		Args:  cobra.NoArgs,
+		Example: `  # in the agent's pod (what the manifests of 'drover agent install' run)
+  drover agent --log-format json
+  # outside the cluster, for development
+  drover agent --downstream-kubeconfig downstream.kubeconfig --namespace drover-agent`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setupLogging(verbose)
 			if downstream == "" && *k.flags.KubeConfig != "" {
@@ -62,6 +66,8 @@ func newAgentInstallCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "install --token <name>",
 		Short: "Print the agent manifests for a downstream cluster, with the token's bootstrap values",
+		Example: `  drover agent install --token edge --token-namespace drover-default \
+    | kubectl --kubeconfig downstream.kubeconfig apply -f -`,
 		Long: `Print the manifests that install drover's agent on a downstream cluster (agent-initiated
 registration). Reads the ClusterRegistrationToken's values secret from the management cluster;
 pipe the output to 'kubectl apply -f -' against the downstream cluster.`,

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,8 +26,9 @@ import (
 )
 
 func newBundleCommand(k *kubeOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "bundle", Short: "Deploy manifests to the clusters of a workspace"}
-	cmd.AddCommand(newBundleApplyCommand(k), newBundleStatusCommand(k))
+	cmd := &cobra.Command{Use: "bundle", Short: "Deploy manifests to the clusters of a workspace",
+		Example: "  drover bundle apply -f ./web --selector env=prod --wait\n  drover bundle list"}
+	cmd.AddCommand(newBundleApplyCommand(k), newBundleStatusCommand(k), newBundleListCommand(k), newBundleDeleteCommand(k))
 	return cmd
 }
 
@@ -40,10 +42,14 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 		dir, name, defaultNS, maxUnavailable   string
 		clusters, selectors, excludes          []string
 		force, correctDrift, keep, paused, dry bool
+		w                                      waitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "apply -f DIR --name NAME (--cluster NAME | --selector LABELS)...",
 		Short: "Create or update a Bundle from a directory of YAML/JSON manifests",
+		Example: `  drover bundle apply -f ./web --cluster edge-1 --wait
+  drover bundle apply -f ./monitoring --name monitoring --selector env=prod --exclude tier=dev --max-unavailable 25%
+  drover bundle apply -f ./web --cluster edge-1 --dry-run`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if name == "" {
 				name = filepath.Base(filepath.Clean(dir))
@@ -111,7 +117,10 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "bundle %s/%s updated (%d resources)\n", ns, name, len(resources))
 			}
-			return nil
+			if !w.wait {
+				return nil
+			}
+			return waitUntil(cmd.Context(), cmd.OutOrStdout(), "bundle "+ns+"/"+name, w.timeout, bundleReady(c, client.ObjectKeyFromObject(b)))
 		},
 	}
 	f := cmd.Flags()
@@ -127,6 +136,7 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 	f.BoolVar(&paused, "paused", false, "do not update clusters that already have the bundle")
 	f.StringVar(&maxUnavailable, "max-unavailable", "", "clusters (number or percentage) that may be updating at once")
 	f.BoolVar(&dry, "dry-run", false, "print the Bundle instead of applying it")
+	w.add(cmd, "every targeted cluster is ready", 10*time.Minute)
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
 }
@@ -188,7 +198,8 @@ func newBundleStatusCommand(k *kubeOptions) *cobra.Command {
 		Example: `  drover bundle status web
   drover bundle status web -o yaml
   drover bundle status web -o jsonpath='{.status.summary.ready}'`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeOneName(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.BundleList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
 				return err
@@ -208,6 +219,80 @@ func newBundleStatusCommand(k *kubeOptions) *cobra.Command {
 		},
 	}
 	o.addFlag(cmd, "details")
+	return cmd
+}
+
+func newBundleListCommand(k *kubeOptions) *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use: "list", Short: "List Bundles with how many of their clusters are ready", Args: cobra.NoArgs,
+		Example: `  drover bundle list
+  drover bundle list -A -o wide`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			c, ns, err := bundleClient(k)
+			if err != nil {
+				return err
+			}
+			opts, err := k.listOptions(ns)
+			if err != nil {
+				return err
+			}
+			var list fleetv1alpha1.BundleList
+			if err := c.List(cmd.Context(), &list, opts...); err != nil {
+				return fmt.Errorf("list bundles in %s: %w", orAll(k.listNamespace(ns)), err)
+			}
+			items := make([]*fleetv1alpha1.Bundle, len(list.Items))
+			for i := range list.Items {
+				items[i] = &list.Items[i]
+			}
+			return printList(cmd.OutOrStdout(), cmd.ErrOrStderr(), &o, items, bundleColumns, k.allNamespaces, "bundles found in "+orAll(k.listNamespace(ns)))
+		},
+	}
+	o.addFlag(cmd, "table")
+	k.addListFlags(cmd)
+	return cmd
+}
+
+func newBundleDeleteCommand(k *kubeOptions) *cobra.Command {
+	var w waitFlags
+	cmd := &cobra.Command{
+		Use:               "delete NAME...",
+		Short:             "Delete Bundles (their resources are removed downstream unless --keep-resources was set)",
+		Example:           "  drover bundle delete web --wait",
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeNames(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.BundleList{}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := bundleClient(k)
+			if err != nil {
+				return err
+			}
+			var deleted []*fleetv1alpha1.Bundle
+			for _, name := range args {
+				b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+				if err := c.Delete(cmd.Context(), b); err != nil {
+					if apierrors.IsNotFound(err) {
+						return fmt.Errorf("bundle %q not found in namespace %s", name, ns)
+					}
+					return fmt.Errorf("delete bundle %s/%s: %w", ns, name, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "bundle.fleet.drover.io/%s deleted\n", name)
+				deleted = append(deleted, b)
+			}
+			for _, b := range deleted {
+				if !w.wait {
+					break
+				}
+				if err := waitUntil(cmd.Context(), cmd.OutOrStdout(), "bundle "+ns+"/"+b.Name, w.timeout, gone(c, b)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	w.add(cmd, "the bundles are gone", 5*time.Minute)
 	return cmd
 }
 

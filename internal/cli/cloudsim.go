@@ -34,6 +34,8 @@ func newCloudsimCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cloudsim",
 		Short: "Serve wire-compatible EKS, AKS and GKE simulators for the official SDKs (and drover)",
+		Example: `  drover cloudsim --listen 127.0.0.1:4566 --eks
+  drover cloudsim --listen 127.0.0.1:0 --delay 10s --faults throttle=0.3,5xx=0.05,seed=7`,
 		Long: `Serve drover's cloud simulators. The unmodified AWS, Azure and Google SDKs (and the AWS
 CLI) talk to them through an endpoint override. With no provider flag all three run: EKS on the
 --listen port, AKS (HTTPS, with a generated CA) on the next port, GKE on the one after; port 0

@@ -33,8 +33,9 @@ func providerOf(c *v1.Cluster) hosted.Provider {
 }
 
 func newClusterCommand(k *kubeOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "cluster", Short: "List, inspect and import hosted (EKS, AKS, GKE) clusters"}
-	cmd.AddCommand(newClusterListCommand(k), newClusterGetCommand(k), newClusterImportCommand(k))
+	cmd := &cobra.Command{Use: "cluster", Short: "Create, import, list, inspect and delete hosted (EKS, AKS, GKE) clusters",
+		Example: "  drover cluster list\n  drover cluster create eks --help"}
+	cmd.AddCommand(newClusterListCommand(k), newClusterGetCommand(k), newClusterImportCommand(k), newClusterCreateCommand(k), newClusterDeleteCommand(k))
 	return cmd
 }
 
@@ -144,6 +145,7 @@ func newClusterGetCommand(k *kubeOptions) *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
 		Use: "get NAME", Short: "Show a hosted cluster's effective desired state, which fields drover manages, drift and conflicts", Args: cobra.ExactArgs(1),
+		ValidArgsFunction: completeOneName(k, "default", &v1.ClusterList{}),
 		Example: `  drover cluster get prod
   drover cluster get prod -o yaml
   drover cluster get prod -o jsonpath='{.status.phase}'`,
@@ -209,10 +211,13 @@ func printCluster(out io.Writer, cl *v1.Cluster) error {
 }
 
 func newClusterImportCommand(k *kubeOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "import", Short: "Import an existing hosted cluster: drover reads it and manages nothing until you change a field"}
+	cmd := &cobra.Command{Use: "import", Short: "Import an existing hosted cluster: drover reads it and manages nothing until you change a field",
+		Example: "  drover cluster import eks --name prod --region us-west-2 --credential aws --wait"}
 	var name, displayName, region, credential string
+	var w waitFlags
 	eksCmd := &cobra.Command{
 		Use: "eks", Short: "Import an existing EKS cluster", Args: cobra.NoArgs,
+		Example: "  drover cluster import eks --name prod --region us-west-2 --credential aws --wait",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for flag, v := range map[string]string{"--name": name, "--region": region, "--credential": credential} {
 				if v == "" {
@@ -228,7 +233,7 @@ func newClusterImportCommand(k *kubeOptions) *cobra.Command {
 					DisplayName: displayName, Region: region, Imported: true, CredentialSecret: credential,
 				}},
 			}
-			return importCluster(cmd, k, eks.Provider{}, cl, fmt.Sprintf("EKS cluster %s (%s)", displayName, region))
+			return importCluster(cmd, k, eks.Provider{}, cl, fmt.Sprintf("EKS cluster %s (%s)", displayName, region), &w)
 		},
 	}
 	f := eksCmd.Flags()
@@ -236,6 +241,7 @@ func newClusterImportCommand(k *kubeOptions) *cobra.Command {
 	f.StringVar(&displayName, "display-name", "", "EKS cluster name, if different from --name")
 	f.StringVar(&region, "region", "", "AWS region, e.g. us-west-2 (required)")
 	f.StringVar(&credential, "credential", "", "Secret in the namespace with accessKeyID and secretAccessKey (required)")
+	w.add(eksCmd, "the cluster is active", 10*time.Minute)
 	cmd.AddCommand(eksCmd)
 	cmd.AddCommand(newClusterImportGKECommand(k))
 	cmd.AddCommand(newClusterImportAKSCommand(k))
@@ -244,8 +250,10 @@ func newClusterImportCommand(k *kubeOptions) *cobra.Command {
 
 func newClusterImportGKECommand(k *kubeOptions) *cobra.Command {
 	var name, project, region, zone, clusterName, credential string
+	var w waitFlags
 	cmd := &cobra.Command{
 		Use: "gke", Short: "Import an existing GKE cluster", Args: cobra.NoArgs,
+		Example: "  drover cluster import gke --name prod --project acme --region europe-west1 --credential gcp --wait",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for flag, v := range map[string]string{"--name": name, "--project": project, "--credential": credential} {
 				if v == "" {
@@ -264,7 +272,7 @@ func newClusterImportGKECommand(k *kubeOptions) *cobra.Command {
 					ClusterName: clusterName, ProjectID: project, Region: region, Zone: zone, Imported: true, CredentialSecret: credential,
 				}},
 			}
-			return importCluster(cmd, k, gke.Provider{}, cl, fmt.Sprintf("GKE cluster %s (project %s, %s)", clusterName, project, region+zone))
+			return importCluster(cmd, k, gke.Provider{}, cl, fmt.Sprintf("GKE cluster %s (project %s, %s)", clusterName, project, region+zone), &w)
 		},
 	}
 	f := cmd.Flags()
@@ -274,6 +282,7 @@ func newClusterImportGKECommand(k *kubeOptions) *cobra.Command {
 	f.StringVar(&region, "region", "", "region of a regional cluster, e.g. europe-west1")
 	f.StringVar(&zone, "zone", "", "zone of a zonal cluster, e.g. europe-west1-b")
 	f.StringVar(&credential, "credential", "", "Secret in the namespace with serviceAccountJSON (required)")
+	w.add(cmd, "the cluster is active", 10*time.Minute)
 	return cmd
 }
 
@@ -290,8 +299,10 @@ func orDash(s string) string {
 
 func newClusterImportAKSCommand(k *kubeOptions) *cobra.Command {
 	var name, resourceGroup, location, clusterName, credential string
+	var w waitFlags
 	cmd := &cobra.Command{
 		Use: "aks", Short: "Import an existing AKS cluster", Args: cobra.NoArgs,
+		Example: "  drover cluster import aks --name prod --resource-group rg --location westeurope --credential azure --wait",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for flag, v := range map[string]string{"--name": name, "--resource-group": resourceGroup, "--location": location, "--credential": credential} {
 				if v == "" {
@@ -307,7 +318,7 @@ func newClusterImportAKSCommand(k *kubeOptions) *cobra.Command {
 					ClusterName: clusterName, ResourceGroup: resourceGroup, ResourceLocation: location, Imported: true, CredentialSecret: credential,
 				}},
 			}
-			return importCluster(cmd, k, aks.Provider{}, cl, fmt.Sprintf("AKS cluster %s (resource group %s, %s)", clusterName, resourceGroup, location))
+			return importCluster(cmd, k, aks.Provider{}, cl, fmt.Sprintf("AKS cluster %s (resource group %s, %s)", clusterName, resourceGroup, location), &w)
 		},
 	}
 	f := cmd.Flags()
@@ -316,12 +327,13 @@ func newClusterImportAKSCommand(k *kubeOptions) *cobra.Command {
 	f.StringVar(&resourceGroup, "resource-group", "", "Azure resource group of the cluster (required)")
 	f.StringVar(&location, "location", "", "Azure region, e.g. westeurope (required)")
 	f.StringVar(&credential, "credential", "", "Secret in the namespace with tenantID, subscriptionID, clientID and clientSecret (required)")
+	w.add(cmd, "the cluster is active", 10*time.Minute)
 	return cmd
 }
 
 // importCluster validates an imported Cluster, creates it in the namespace of the kubeconfig
 // context (or -n) and says what happens next.
-func importCluster(cmd *cobra.Command, k *kubeOptions, p hosted.Provider, cl *v1.Cluster, what string) error {
+func importCluster(cmd *cobra.Command, k *kubeOptions, p hosted.Provider, cl *v1.Cluster, what string, w *waitFlags) error {
 	if err := p.Validate(cl); err != nil {
 		return err
 	}
@@ -336,5 +348,8 @@ func importCluster(cmd *cobra.Command, k *kubeOptions, p hosted.Provider, cl *v1
 		return fmt.Errorf("create cluster %s/%s: %w", ns, cl.Name, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "Imported %s as %s/%s; nothing is managed until you change a field. Watch it with: drover cluster get %s -n %s\n", what, ns, cl.Name, cl.Name, ns)
-	return nil
+	if !w.wait {
+		return nil
+	}
+	return waitUntil(cmd.Context(), cmd.OutOrStdout(), "cluster "+ns+"/"+cl.Name, w.timeout, clusterActive(c, client.ObjectKeyFromObject(cl)))
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Exit codes of drover, documented in docs/cli.md. Scripts branch on them.
@@ -43,6 +44,9 @@ func ExitCode(err error) int {
 	var e *exitError
 	if errors.As(err, &e) {
 		return e.code
+	}
+	if strings.HasPrefix(err.Error(), "required flag(s)") {
+		return ExitUsage // cobra's own check of MarkFlagRequired, an untyped error
 	}
 	return ExitError
 }

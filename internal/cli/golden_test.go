@@ -18,6 +18,7 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted"
 )
 
@@ -64,7 +65,18 @@ func seedGolden(t *testing.T) {
 				{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}},
 		},
 	}
-	for _, o := range []client.Object{prod, staging, web} {
+	seen := metav1.NewTime(goldenNow.Add(-30 * time.Second))
+	edge := &fleetv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: goldenNS, Name: "edge-1", Labels: map[string]string{"drover.io/golden": "true", "env": "prod"}},
+		Spec:       fleetv1alpha1.ClusterSpec{AgentImage: "ghcr.io/droverhq/drover:v0.9.0"},
+	}
+	mig := &migrationv1alpha1.CloudProviderMigration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: goldenNS, Name: "rke2-prod", Labels: labels},
+		Spec: migrationv1alpha1.CloudProviderMigrationSpec{Distribution: migrationv1alpha1.Distribution("rke2"),
+			ClusterRef:          &migrationv1alpha1.ClusterReference{Namespace: "fleet-default", Name: "prod"},
+			KubeconfigSecretRef: migrationv1alpha1.SecretKeyReference{Name: "prod-kubeconfig"}, KubernetesVersion: "v1.27.16+rke2r1"},
+	}
+	for _, o := range []client.Object{prod, staging, web, edge, mig} {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatalf("create %s: %v", o.GetName(), err)
 		}
@@ -80,7 +92,14 @@ func seedGolden(t *testing.T) {
 		NonReadyClusters: []fleetv1alpha1.NonReadyCluster{{Name: "edge", State: "Pending", Message: "waiting for the agent"}},
 	}}
 	meta.SetStatusCondition(&web.Status.Conditions, cond("Ready", metav1.ConditionFalse, "NotReady", "1 of 2 clusters ready"))
-	for _, o := range []client.Object{prod, staging, web} {
+	edge.Status = fleetv1alpha1.ClusterStatus{Namespace: "cluster-golden-edge-1", Agent: fleetv1alpha1.AgentStatus{LastSeen: &seen, Namespace: "drover-agent"},
+		Conditions: []metav1.Condition{cond("Ready", metav1.ConditionTrue, "Ready", "namespace and RBAC in place")}}
+	mig.Status = migrationv1alpha1.CloudProviderMigrationStatus{Phase: migrationv1alpha1.PhaseRunning, CurrentStep: 2, Steps: []migrationv1alpha1.StepStatus{
+		{Index: 0, Name: "Preflight", Phase: migrationv1alpha1.StepSucceeded},
+		{Index: 1, Name: "EnableLeaderMigration", Phase: migrationv1alpha1.StepSucceeded},
+		{Index: 2, Name: "CordonControlPlane", Phase: migrationv1alpha1.StepPending, Message: "waiting for the nodes"},
+	}}
+	for _, o := range []client.Object{prod, staging, web, edge, mig} {
 		if err := c.Status().Update(ctx, o); err != nil {
 			t.Fatalf("status of %s: %v", o.GetName(), err)
 		}
@@ -126,6 +145,11 @@ func TestGoldenOutput(t *testing.T) {
 		{"cluster-list", []string{"cluster", "list"}, true},
 		{"cluster-get", []string{"cluster", "get", "prod"}, false},
 		{"bundle-status", []string{"bundle", "status", "web"}, false},
+		{"bundle-list", []string{"bundle", "list"}, true},
+		{"fleet-list", []string{"fleet", "list"}, true},
+		{"fleet-get", []string{"fleet", "get", "edge-1"}, false},
+		{"migrate-list", []string{"migrate", "list"}, true},
+		{"migrate-get", []string{"migrate", "get", "rke2-prod"}, false},
 	}
 	for _, c := range commands {
 		for _, f := range formats {

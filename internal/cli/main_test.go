@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,6 +35,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = mgmt.Stop() }()
+	waitPoll = 20 * time.Millisecond
 	return m.Run()
 }
 

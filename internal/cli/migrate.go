@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,12 +31,13 @@ type migrateOptions struct {
 	leaderMigration, keepCCMLeaderMigration, imdsHostname                    bool
 	kubernetesVersion, imageTag, chartVersion, namespace, kcmIdentity        string
 	nodeSelector                                                             string
-	stepTimeout, pollInterval                                                time.Duration
+	stepTimeout, pollInterval, timeout                                       time.Duration
 }
 
 func newMigrateCommand(k *kubeOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "migrate", Short: "Migrate downstream clusters"}
-	cmd.AddCommand(newMigrateCloudProviderCommand(k))
+	cmd := &cobra.Command{Use: "migrate", Short: "Migrate downstream clusters",
+		Example: "  drover migrate cloud-provider plan --distribution rke1 --config cluster.yml --downstream-kubeconfig kube_config_cluster.yml\n  drover migrate list -A"}
+	cmd.AddCommand(newMigrateCloudProviderCommand(k), newMigrationListCommand(k), newMigrationGetCommand(k))
 	return cmd
 }
 
@@ -75,16 +77,26 @@ stopped; rollback restores the original configuration while the version is below
 	f.StringVar(&o.nodeSelector, "node-selector", "", "label selector limiting the downstream nodes and LoadBalancer Services checked (default: all)")
 	f.DurationVar(&o.stepTimeout, "step-timeout", 10*time.Minute, "how long a step's verification may take")
 	f.DurationVar(&o.pollInterval, "poll-interval", 2*time.Second, "how often a pending verification is re-checked")
+	cmd.Example = `  drover migrate cloud-provider plan  --distribution rke1 --config cluster.yml --downstream-kubeconfig kube_config_cluster.yml
+  drover migrate cloud-provider apply --distribution rke1 --config cluster.yml --downstream-kubeconfig kube_config_cluster.yml --timeout 2h
+  drover migrate cloud-provider plan  --distribution rke2 --kubeconfig rancher.kubeconfig --cluster fleet-default/prod --downstream-kubeconfig prod.kubeconfig`
 
+	applyCmd := &cobra.Command{Use: "apply", Short: "Run (or resume) the migration, printing each step's phase; exit 3 if a step fails or --timeout passes", Args: cobra.NoArgs,
+		Example: "  drover migrate cloud-provider apply --distribution rke1 --config cluster.yml --downstream-kubeconfig kube_config_cluster.yml --timeout 2h",
+		RunE:    func(cmd *cobra.Command, _ []string) error { return o.apply(cmd, cmd.OutOrStdout()) }}
+	applyCmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop (resumably) and exit 3 when the migration has not finished after this long (0: no limit)")
+	applyCmd.Flags().Bool("wait", true, "apply always waits for the migration (runs it); kept for symmetry with the other commands")
 	cmd.AddCommand(
-		&cobra.Command{Use: "plan", Short: "Run the preflight and print every step with its configuration diff", Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error { return o.plan(cmd, cmd.OutOrStdout()) }},
-		&cobra.Command{Use: "apply", Short: "Run (or resume) the migration", Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error { return o.apply(cmd, cmd.OutOrStdout()) }},
+		&cobra.Command{Use: "plan", Short: "Run the preflight and print every step with its configuration diff (exit 4 if refused)", Args: cobra.NoArgs,
+			Example: "  drover migrate cloud-provider plan --distribution rke1 --config cluster.yml --downstream-kubeconfig kube_config_cluster.yml",
+			RunE:    func(cmd *cobra.Command, _ []string) error { return o.plan(cmd, cmd.OutOrStdout()) }},
+		applyCmd,
 		&cobra.Command{Use: "status", Short: "Print the migration's progress from the state file", Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error { return o.status(cmd, cmd.OutOrStdout()) }},
+			Example: "  drover migrate cloud-provider status --distribution rke1 --config cluster.yml --downstream-kubeconfig kube_config_cluster.yml",
+			RunE:    func(cmd *cobra.Command, _ []string) error { return o.status(cmd, cmd.OutOrStdout()) }},
 		&cobra.Command{Use: "rollback", Short: "Restore the original configuration (only below Kubernetes 1.27)", Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error { return o.rollback(cmd, cmd.OutOrStdout()) }},
+			Example: "  drover migrate cloud-provider rollback --distribution rke1 --config cluster.yml --downstream-kubeconfig kube_config_cluster.yml",
+			RunE:    func(cmd *cobra.Command, _ []string) error { return o.rollback(cmd, cmd.OutOrStdout()) }},
 	)
 	return cmd
 }
@@ -202,6 +214,19 @@ func (o *migrateOptions) plan(cmd *cobra.Command, out io.Writer) error {
 
 func (o *migrateOptions) apply(cmd *cobra.Command, out io.Writer) error {
 	ctx := cmd.Context()
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	err := o.applyCtx(ctx, out)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		return withCode(ExitNotReady, fmt.Errorf("timed out after %s (progress is saved: apply again to resume): %w", o.timeout, err))
+	}
+	return err
+}
+
+func (o *migrateOptions) applyCtx(ctx context.Context, out io.Writer) error {
 	eng, err := o.engine(ctx, out)
 	if err != nil {
 		return err
@@ -222,13 +247,19 @@ func (o *migrateOptions) apply(cmd *cobra.Command, out io.Writer) error {
 		return err
 	}
 	if err := eng.Run(ctx); err != nil {
-		return err
+		if ctx.Err() != nil {
+			return err
+		}
+		return withCode(ExitNotReady, err)
 	}
 	st, err := eng.Store.Load(ctx)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "Migration %s\n", st.Status.Phase)
+	if st.Status.Phase == migrationv1alpha1.PhaseFailed {
+		return withCode(ExitNotReady, errors.New("the migration failed (see the steps above)"))
+	}
 	return nil
 }
 
@@ -262,4 +293,86 @@ func (o *migrateOptions) rollback(cmd *cobra.Command, out io.Writer) error {
 	}
 	fmt.Fprintln(out, "Rolled back: the original configuration is restored")
 	return nil
+}
+
+func newMigrationListCommand(k *kubeOptions) *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use: "list", Short: "List CloudProviderMigrations run by drover server", Args: cobra.NoArgs,
+		Example: "  drover migrate list -A\n  drover migrate list -o yaml",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			c, ns, err := k.client("default")
+			if err != nil {
+				return err
+			}
+			opts, err := k.listOptions(ns)
+			if err != nil {
+				return err
+			}
+			var list migrationv1alpha1.CloudProviderMigrationList
+			if err := c.List(cmd.Context(), &list, opts...); err != nil {
+				return fmt.Errorf("list migrations in %s: %w", orAll(k.listNamespace(ns)), err)
+			}
+			items := make([]*migrationv1alpha1.CloudProviderMigration, len(list.Items))
+			for i := range list.Items {
+				items[i] = &list.Items[i]
+			}
+			return printList(cmd.OutOrStdout(), cmd.ErrOrStderr(), &o, items, migrationColumns, k.allNamespaces, "migrations found in "+orAll(k.listNamespace(ns)))
+		},
+	}
+	o.addFlag(cmd, "table")
+	k.addListFlags(cmd)
+	return cmd
+}
+
+func newMigrationGetCommand(k *kubeOptions) *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use: "get NAME", Short: "Show a CloudProviderMigration and its steps", Args: cobra.ExactArgs(1),
+		Example:           "  drover migrate get prod\n  drover migrate get prod -o jsonpath='{.status.phase}'",
+		ValidArgsFunction: completeOneName(k, "default", &migrationv1alpha1.CloudProviderMigrationList{}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			c, ns, err := k.client("default")
+			if err != nil {
+				return err
+			}
+			m := &migrationv1alpha1.CloudProviderMigration{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, m); err != nil {
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("migration %q not found in namespace %s (see `drover migrate list -n %s`)", args[0], ns, ns)
+				}
+				return fmt.Errorf("get migration %s/%s: %w", ns, args[0], err)
+			}
+			return printOne(cmd.OutOrStdout(), &o, m, migrationColumns, func() error {
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "Migration %s/%s (%s): phase %s, step %d\n", m.Namespace, m.Name, m.Spec.Distribution, orDash(string(m.Status.Phase)), m.Status.CurrentStep)
+				for _, s := range m.Status.Steps {
+					fmt.Fprintf(out, "step %d %-26s %s", s.Index, s.Name, s.Phase)
+					if s.Message != "" {
+						fmt.Fprintf(out, ": %s", s.Message)
+					}
+					fmt.Fprintln(out)
+				}
+				return nil
+			})
+		},
+	}
+	o.addFlag(cmd, "details")
+	return cmd
+}
+
+var migrationColumns = []column[*migrationv1alpha1.CloudProviderMigration]{
+	{name: "NAME", cell: func(m *migrationv1alpha1.CloudProviderMigration) string { return m.Name }},
+	{name: "DISTRIBUTION", cell: func(m *migrationv1alpha1.CloudProviderMigration) string { return string(m.Spec.Distribution) }},
+	{name: "PHASE", cell: func(m *migrationv1alpha1.CloudProviderMigration) string { return orDash(string(m.Status.Phase)) }},
+	{name: "STEP", cell: func(m *migrationv1alpha1.CloudProviderMigration) string {
+		return fmt.Sprintf("%d/%d", m.Status.CurrentStep, len(m.Status.Steps))
+	}},
+	{name: "VERSION", wide: true, cell: func(m *migrationv1alpha1.CloudProviderMigration) string { return orDash(m.Spec.KubernetesVersion) }},
 }

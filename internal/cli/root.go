@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -34,7 +33,7 @@ func newRoot() (*cobra.Command, *kubeOptions) {
 	k.addFlags(root)
 	root.AddCommand(newServerCommand(k), newVersionCommand(), newClusterCommand(k), newCloudsimCommand())
 	root.AddCommand(newAgentCommand(k), newMigrateCommand(k))
-	root.AddCommand(newBundleCommand(k))
+	root.AddCommand(newBundleCommand(k), newFleetCommand(k), newTokenCommand(k))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
 	usageCodes(root)
 	return root, k
@@ -79,9 +78,6 @@ func exit(err error, stderr io.Writer) int {
 		return ExitOK
 	}
 	code := ExitCode(err)
-	if code == ExitError && strings.HasPrefix(err.Error(), "required flag(s)") {
-		code = ExitUsage // cobra's own check of MarkFlagRequired
-	}
 	fmt.Fprintf(stderr, "Error: %v\n", err)
 	if code == ExitUsage {
 		fmt.Fprintln(stderr, "Run with --help for usage.")

@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/test/envtest"
+)
+
+// setPhase plays the hosted controller: it sets the phase of ns/name once the Cluster exists.
+func setPhase(t *testing.T, ns, name string, phase v1.Phase, failure string) {
+	t.Helper()
+	envtest.Eventually(t, 20*time.Second, func() error {
+		cl := &v1.Cluster{}
+		if err := mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cl); err != nil {
+			return err
+		}
+		cl.Status.Phase, cl.Status.FailureMessage = phase, failure
+		meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: hosted.CondReady, Status: metav1.ConditionFalse, Reason: string(phase), Message: "cluster is " + string(phase)})
+		return mgmt.Client.Status().Update(context.Background(), cl)
+	})
+}
+
+var eksFlags = []string{"--kubernetes-version", "1.33", "--region", "us-west-2", "--credential", "aws", "--service-role", "arn:aws:iam::1:role/eks", "--subnets", "a,b"}
+
+// TestClusterCreateWait: --wait prints each phase change and ends 0 when the cluster is
+// active, 3 when it fails or --timeout passes.
+func TestClusterCreateWait(t *testing.T) {
+	t.Parallel()
+	kc := mgmtKubeconfig(t)
+	tests := []struct {
+		name    string
+		phases  []v1.Phase
+		timeout string
+		code    int
+		want    []string
+	}{
+		{"active", []v1.Phase{v1.PhaseCreating, v1.PhaseActive}, "20s", ExitOK, []string{"phase -", "phase creating: cluster is creating", "phase active"}},
+		{"failed", []v1.Phase{v1.PhaseCreating, v1.PhaseFailed}, "2s", ExitNotReady, []string{"phase failed"}},
+		{"timeout", nil, "300ms", ExitNotReady, []string{"phase -"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ns := mgmt.Namespace(t)
+			done := make(chan struct{})
+			var out, errOut string
+			var err error
+			go func() {
+				defer close(done)
+				out, errOut, err = drover(t.Context(), append([]string{"cluster", "create", "eks", "--name", "c", "--wait", "--timeout", tt.timeout,
+					"--kubeconfig", kc, "-n", ns}, eksFlags...)...)
+			}()
+			for _, p := range tt.phases {
+				setPhase(t, ns, "c", p, "boom")
+				time.Sleep(100 * time.Millisecond) //nolint:forbidigo // let the poller observe each phase (not synchronisation: the test only checks lines printed)
+			}
+			<-done
+			if ExitCode(err) != tt.code {
+				t.Fatalf("exit %d (%v), want %d\n%s%s", ExitCode(err), err, tt.code, out, errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, "cluster "+ns+"/c: "+w) {
+					t.Errorf("output lacks progress line %q:\n%s", w, out)
+				}
+			}
+			if tt.name == "timeout" && !strings.Contains(err.Error(), "timed out after 300ms") {
+				t.Errorf("timeout error: %v", err)
+			}
+			if tt.name == "failed" && !strings.Contains(err.Error(), "failed: boom") {
+				t.Errorf("failure error: %v, want the failure message", err)
+			}
+		})
+	}
+}
+
+// TestClusterCreateFromFileAndDelete: -f creates what the file says; delete --wait ends when
+// the Cluster is gone.
+func TestClusterCreateFromFileAndDelete(t *testing.T) {
+	t.Parallel()
+	kc := mgmtKubeconfig(t)
+	ns := mgmt.Namespace(t)
+	file := filepath.Join(t.TempDir(), "gke.yaml")
+	manifest := "apiVersion: management.drover.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: from-file\nspec:\n  gkeConfig:\n    clusterName: ff\n    projectID: acme\n    zone: europe-west1-b\n    credentialSecret: gcp\n    kubernetesVersion: \"1.33\"\n    nodePools:\n    - name: pool\n      initialNodeCount: 1\n"
+	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, err := drover(t.Context(), "cluster", "create", "gke", "-f", file, "--kubeconfig", kc, "-n", ns); err != nil {
+		t.Fatalf("create -f: %v\n%s%s", err, out, errOut)
+	}
+	cl := &v1.Cluster{}
+	if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "from-file"}, cl); err != nil || cl.Spec.GKEConfig.Zone != "europe-west1-b" {
+		t.Fatalf("created Cluster: %v %+v", err, cl.Spec.GKEConfig)
+	}
+	if _, _, err := drover(t.Context(), "cluster", "create", "eks", "-f", file, "--kubeconfig", kc, "-n", ns); ExitCode(err) != ExitUsage {
+		t.Errorf("create eks -f with a GKE manifest: %v, want a usage error", err)
+	}
+	if _, _, err := drover(t.Context(), "cluster", "create", "eks", "--name", "x", "--credential", "aws", "--kubeconfig", kc, "-n", ns); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--region") {
+		t.Errorf("create eks without --region: %v, want a usage error naming --region", err)
+	}
+	out, _, err := drover(t.Context(), "cluster", "delete", "from-file", "--wait", "--timeout", "20s", "--kubeconfig", kc, "-n", ns)
+	if err != nil || !strings.Contains(out, "cluster "+ns+"/from-file: deleted") {
+		t.Fatalf("delete --wait: %v\n%s", err, out)
+	}
+	if _, _, err := drover(t.Context(), "cluster", "delete", "from-file", "--kubeconfig", kc, "-n", ns); ExitCode(err) != ExitError || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("second delete: %v, want not found (exit 1)", err)
+	}
+}
+
+// TestTokenCreatePrintsInstallCommands: token create waits for the token to be issued and prints
+// both install commands, without the token's secret values.
+func TestTokenCreatePrintsInstallCommands(t *testing.T) {
+	t.Parallel()
+	kc := mgmtKubeconfig(t)
+	ns := mgmt.Namespace(t)
+	go func() {
+		// Play the registration controller.
+		for range 200 {
+			tok := &fleetv1alpha1.ClusterRegistrationToken{}
+			if err := mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "edge"}, tok); err == nil {
+				tok.Status.SecretName = "edge"
+				meta.SetStatusCondition(&tok.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Issued"})
+				if mgmt.Client.Status().Update(context.Background(), tok) == nil {
+					return
+				}
+			}
+			time.Sleep(50 * time.Millisecond) //nolint:forbidigo // stand-in controller's resync
+		}
+	}()
+	out, errOut, err := drover(t.Context(), "token", "create", "edge", "--ttl", "2h", "--kubeconfig", kc, "-n", ns)
+	if err != nil {
+		t.Fatalf("token create: %v\n%s%s", err, out, errOut)
+	}
+	tok := &fleetv1alpha1.ClusterRegistrationToken{}
+	if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "edge"}, tok); err != nil || tok.Spec.TTL.Duration != 2*time.Hour {
+		t.Fatalf("token: %v %+v", err, tok.Spec)
+	}
+	for _, want := range []string{
+		"drover agent install --token edge --token-namespace " + ns,
+		"helm --kubeconfig downstream.kubeconfig install drover-agent charts/drover-agent",
+		"kubectl -n " + ns + " get secret edge",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, _, err := drover(t.Context(), "token", "create", "x", "--kubeconfig", kc); ExitCode(err) != ExitUsage {
+		t.Errorf("token create without --ttl: %v, want a usage error", err)
+	}
+}
+
+// TestCompletion: names of clusters, bundles and migrations complete through cobra's
+// __complete entry point, as the shell scripts call it.
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	kc := mgmtKubeconfig(t)
+	ns := mgmt.Namespace(t)
+	for _, o := range []client.Object{
+		&v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-east"}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{DisplayName: "a", Region: "us-east-1", CredentialSecret: "aws"}}},
+		&v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-west"}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{DisplayName: "b", Region: "us-west-2", CredentialSecret: "aws"}}},
+		&v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "staging"}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{DisplayName: "c", Region: "us-west-2", CredentialSecret: "aws"}}},
+		&fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: fleetv1alpha1.BundleSpec{Targets: []fleetv1alpha1.BundleTarget{{ClusterName: "x"}}}},
+	} {
+		if err := mgmt.Client.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cluster", "get", "prod"}, "prod-east\nprod-west\n:4\n"},
+		{[]string{"cluster", "get", ""}, "prod-east\nprod-west\nstaging\n:4\n"},
+		{[]string{"cluster", "get", "staging", ""}, ":4\n"},                     // get takes one name
+		{[]string{"cluster", "delete", "prod-east", "prod"}, "prod-west\n:4\n"}, // names already given are left out
+		{[]string{"bundle", "status", ""}, "web\n:4\n"},
+		{[]string{"migrate", "get", ""}, ":4\n"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{cobra.ShellCompRequestCmd}, tt.args[:len(tt.args)-1]...)
+			args = append(args, "--kubeconfig", kc, "-n", ns, tt.args[len(tt.args)-1])
+			out, errOut, err := drover(t.Context(), args...)
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", args, err, errOut)
+			}
+			if out != tt.want {
+				t.Errorf("__complete %v:\n%q\nwant\n%q", tt.args, out, tt.want)
+			}
+		})
+	}
+}
+
+// TestEveryCommandHasAnExample walks the command tree.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	t.Parallel()
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		if !c.Hidden && c.Name() != "help" && c.Name() != "completion" && c.Parent() != nil && c.Parent().Name() != "completion" && c.Example == "" {
+			t.Errorf("%s has no Example", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	root := NewRootCommand()
+	root.InitDefaultCompletionCmd()
+	walk(root)
+}

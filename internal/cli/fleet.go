@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent/manifests"
+)
+
+// connectedWithin: an agent seen this recently counts as connected (three default heartbeats).
+const connectedWithin = 3 * time.Minute
+
+func newFleetCommand(k *kubeOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "fleet",
+		Short:   "List and inspect registered downstream clusters (agents)",
+		Example: "  drover fleet list\n  drover fleet get edge-1 -o yaml",
+	}
+	cmd.AddCommand(newFleetListCommand(k), newFleetGetCommand(k))
+	return cmd
+}
+
+func newFleetListCommand(k *kubeOptions) *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use: "list", Short: "List registered clusters: ready, connected, last seen, agent version, labels", Args: cobra.NoArgs,
+		Example: `  drover fleet list
+  drover fleet list -l env=prod -o name
+  drover fleet list -A -o wide`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			c, ns, err := k.client(fleetv1alpha1.DefaultWorkspaceNamespace)
+			if err != nil {
+				return err
+			}
+			opts, err := k.listOptions(ns)
+			if err != nil {
+				return err
+			}
+			var list fleetv1alpha1.ClusterList
+			if err := c.List(cmd.Context(), &list, opts...); err != nil {
+				return fmt.Errorf("list registered clusters in %s: %w", orAll(k.listNamespace(ns)), err)
+			}
+			items := make([]*fleetv1alpha1.Cluster, len(list.Items))
+			for i := range list.Items {
+				items[i] = &list.Items[i]
+			}
+			return printList(cmd.OutOrStdout(), cmd.ErrOrStderr(), &o, items, fleetColumns, k.allNamespaces, "registered clusters found in "+orAll(k.listNamespace(ns)))
+		},
+	}
+	o.addFlag(cmd, "table")
+	k.addListFlags(cmd)
+	return cmd
+}
+
+func newFleetGetCommand(k *kubeOptions) *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use: "get NAME", Short: "Show a registered cluster: conditions, agent, labels", Args: cobra.ExactArgs(1),
+		Example: `  drover fleet get edge-1
+  drover fleet get edge-1 -o jsonpath='{.status.agent.lastSeen}'`,
+		ValidArgsFunction: completeOneName(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.ClusterList{}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			c, ns, err := k.client(fleetv1alpha1.DefaultWorkspaceNamespace)
+			if err != nil {
+				return err
+			}
+			fc := &fleetv1alpha1.Cluster{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, fc); err != nil {
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("registered cluster %q not found in namespace %s (see `drover fleet list -n %s`)", args[0], ns, ns)
+				}
+				return fmt.Errorf("get registered cluster %s/%s: %w", ns, args[0], err)
+			}
+			return printOne(cmd.OutOrStdout(), &o, fc, fleetColumns, func() error { return printFleetCluster(cmd.OutOrStdout(), fc) })
+		},
+	}
+	o.addFlag(cmd, "details")
+	return cmd
+}
+
+var fleetColumns = []column[*fleetv1alpha1.Cluster]{
+	{name: "NAME", cell: func(c *fleetv1alpha1.Cluster) string { return c.Name }},
+	{name: "READY", cell: func(c *fleetv1alpha1.Cluster) string { return condStatusOf(c.Status.Conditions, "Ready") }},
+	{name: "CONNECTED", cell: func(c *fleetv1alpha1.Cluster) string { return fmt.Sprint(connected(c)) }},
+	{name: "LAST SEEN", cell: func(c *fleetv1alpha1.Cluster) string { return ago(c.Status.Agent.LastSeen) }},
+	{name: "AGENT", cell: agentVersion},
+	{name: "LABELS", wide: true, cell: func(c *fleetv1alpha1.Cluster) string { return orDash(labelString(c.Labels)) }},
+	{name: "CLUSTER NAMESPACE", wide: true, cell: func(c *fleetv1alpha1.Cluster) string { return orDash(c.Status.Namespace) }},
+}
+
+func connected(c *fleetv1alpha1.Cluster) bool {
+	return c.Status.Agent.LastSeen != nil && now().Sub(c.Status.Agent.LastSeen.Time) < connectedWithin
+}
+
+// agentVersion is the tag of the agent image the cluster runs (the server's own by default).
+func agentVersion(c *fleetv1alpha1.Cluster) string {
+	img := c.Spec.AgentImage
+	if img == "" {
+		img = manifests.DefaultImage()
+	}
+	if i := strings.LastIndex(img, ":"); i >= 0 && !strings.Contains(img[i:], "/") {
+		return img[i+1:]
+	}
+	return img
+}
+
+func labelString(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + l[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+func printFleetCluster(out io.Writer, c *fleetv1alpha1.Cluster) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "Cluster:\t%s/%s\n", c.Namespace, c.Name)
+	fmt.Fprintf(w, "Connected:\t%v (last seen %s)\n", connected(c), ago(c.Status.Agent.LastSeen))
+	fmt.Fprintf(w, "Agent:\t%s in namespace %s\n", agentVersion(c), orDash(c.Status.Agent.Namespace))
+	fmt.Fprintf(w, "Labels:\t%s\n", orDash(labelString(c.Labels)))
+	fmt.Fprintf(w, "Cluster namespace:\t%s\n", orDash(c.Status.Namespace))
+	for _, cond := range c.Status.Conditions {
+		fmt.Fprintf(w, "Condition %s:\t%s (%s) %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
+	}
+	return w.Flush()
+}
+
+func newTokenCommand(k *kubeOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "token",
+		Short:   "Registration tokens for downstream clusters",
+		Example: "  drover token create edge --ttl 2h",
+	}
+	cmd.AddCommand(newTokenCreateCommand(k))
+	return cmd
+}
+
+func newTokenCreateCommand(k *kubeOptions) *cobra.Command {
+	var ttl, timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a ClusterRegistrationToken and print the exact agent install commands",
+		Example: `  drover token create edge --ttl 2h
+  drover token create edge -n team-a --ttl 30m`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ttl <= 0 {
+				return usageErrorf("--ttl must be positive, e.g. 2h")
+			}
+			c, ns, err := k.client(fleetv1alpha1.DefaultWorkspaceNamespace)
+			if err != nil {
+				return err
+			}
+			tok := &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: args[0]},
+				Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: ttl}}}
+			if err := c.Create(cmd.Context(), tok); err != nil {
+				return fmt.Errorf("create token %s/%s: %w", ns, args[0], err)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "clusterregistrationtoken.fleet.drover.io/%s created in namespace %s (expires in %s)\n", tok.Name, ns, ttl)
+			var reason string
+			err = waitUntil(cmd.Context(), io.Discard, "token "+ns+"/"+tok.Name, timeout, func(ctx context.Context) (state, error) {
+				if err := c.Get(ctx, client.ObjectKeyFromObject(tok), tok); err != nil {
+					return state{}, err
+				}
+				r := meta.FindStatusCondition(tok.Status.Conditions, "Ready")
+				if r != nil {
+					reason = r.Reason + ": " + r.Message
+				}
+				return state{line: reason, done: tok.Status.SecretName != "" && r != nil && r.Status == metav1.ConditionTrue}, nil
+			})
+			if err != nil {
+				return withCode(ExitNotReady, fmt.Errorf("token %s/%s is not ready (%s): %w", ns, tok.Name, orDash(reason), err))
+			}
+			printInstallCommands(out, ns, tok.Name, tok.Status.SecretName)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&ttl, "ttl", 0, "how long the token (and its import identity) lives, e.g. 2h (required)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for the token to be ready")
+	_ = cmd.MarkFlagRequired("ttl")
+	return cmd
+}
+
+// printInstallCommands prints both ways to install the agent. The token's values stay in its
+// Secret: the Helm command reads them with kubectl rather than printing them.
+func printInstallCommands(out io.Writer, ns, token, secret string) {
+	fmt.Fprintf(out, `
+Install the agent on the downstream cluster with drover:
+
+  drover agent install --token %[2]s --token-namespace %[1]s \
+    | kubectl --kubeconfig downstream.kubeconfig apply -f -
+
+or with Helm:
+
+  s() { kubectl -n %[1]s get secret %[3]s -o jsonpath="{.data.$1}" | base64 -d; }
+  helm --kubeconfig downstream.kubeconfig install drover-agent charts/drover-agent \
+    --namespace drover-agent --create-namespace \
+    --set apiServerURL="$(s apiServerURL)" --set-file apiServerCA=<(s apiServerCA) \
+    --set token="$(s token)" --set tokenName="$(s tokenName)" --set clusterNamespace="$(s clusterNamespace)"
+
+Then watch it register: drover fleet list -n %[1]s
+`, ns, token, secret)
+}

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/hosted"
+)
+
+// waitPoll is how often a wait re-reads the object.
+var waitPoll = 2 * time.Second
+
+// waitFlags are --wait and --timeout of commands that start work.
+type waitFlags struct {
+	wait    bool
+	timeout time.Duration
+}
+
+func (w *waitFlags) add(cmd *cobra.Command, until string, def time.Duration) {
+	cmd.Flags().BoolVar(&w.wait, "wait", false, "wait until "+until+", printing each phase change; exit 3 if it fails or --timeout passes")
+	cmd.Flags().DurationVar(&w.timeout, "timeout", def, "how long --wait waits")
+}
+
+// state is one observation of the object being waited for.
+type state struct {
+	// line is printed when it changes (phase changes).
+	line string
+	done bool
+	// failed ends the wait with exit 3.
+	failed error
+}
+
+// waitUntil polls check until it reports done, a failure, or the timeout (exit 3 for both).
+func waitUntil(ctx context.Context, out io.Writer, what string, timeout time.Duration, check func(context.Context) (state, error)) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	start, last := time.Now(), ""
+	tick := time.NewTicker(waitPoll)
+	defer tick.Stop()
+	for {
+		s, err := check(ctx)
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		if err == nil {
+			if s.line != last {
+				fmt.Fprintf(out, "%s: %s (%s)\n", what, s.line, time.Since(start).Round(time.Second))
+				last = s.line
+			}
+			if s.failed != nil {
+				return withCode(ExitNotReady, fmt.Errorf("%s failed: %w", what, s.failed))
+			}
+			if s.done {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return withCode(ExitNotReady, fmt.Errorf("timed out after %s waiting for %s (last: %s)", timeout, what, orDash(last)))
+		case <-tick.C:
+		}
+	}
+}
+
+// clusterActive waits for a hosted cluster to be active; phase failed ends the wait.
+func clusterActive(c client.Client, key client.ObjectKey) func(context.Context) (state, error) {
+	return func(ctx context.Context) (state, error) {
+		cl := &v1.Cluster{}
+		if err := c.Get(ctx, key, cl); err != nil {
+			return state{}, err
+		}
+		s := state{line: "phase " + orDash(string(cl.Status.Phase))}
+		if r := meta.FindStatusCondition(cl.Status.Conditions, hosted.CondReady); r != nil && r.Message != "" {
+			s.line += ": " + r.Message
+		}
+		switch cl.Status.Phase {
+		case v1.PhaseActive:
+			s.done = true
+		case v1.PhaseFailed:
+			s.failed = errors.New(orDash(cl.Status.FailureMessage))
+		}
+		return s, nil
+	}
+}
+
+// gone waits for obj to be deleted.
+func gone(c client.Client, obj client.Object) func(context.Context) (state, error) {
+	return func(ctx context.Context) (state, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return state{line: "deleted", done: true}, nil
+		}
+		if err != nil {
+			return state{}, err
+		}
+		if cl, ok := obj.(*v1.Cluster); ok {
+			return state{line: "phase " + orDash(string(cl.Status.Phase))}, nil
+		}
+		return state{line: "deleting"}, nil
+	}
+}
+
+// bundleReady waits for a Bundle's current generation to be ready on every targeted cluster.
+func bundleReady(c client.Client, key client.ObjectKey) func(context.Context) (state, error) {
+	return func(ctx context.Context) (state, error) {
+		b := &fleetv1alpha1.Bundle{}
+		if err := c.Get(ctx, key, b); err != nil {
+			return state{}, err
+		}
+		s := b.Status.Summary
+		if b.Status.ObservedGeneration != b.Generation {
+			return state{line: "waiting for the controller"}, nil
+		}
+		r := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady)
+		return state{
+			line: fmt.Sprintf("%d/%d clusters ready, %d pending, %d errored", s.Ready, s.DesiredReady, s.Pending, s.ErrApplied),
+			done: r != nil && r.Status == "True" && r.ObservedGeneration == b.Generation,
+		}, nil
+	}
+}
