@@ -48,6 +48,65 @@ type ClusterSpec struct {
 	// GKEConfig is the desired state of a Google GKE cluster.
 	// +optional
 	GKEConfig *GKEClusterConfig `json:"gkeConfig,omitempty"`
+
+	// Fleet says whether and how the cluster joins drover's fleet once it is active: drover
+	// keeps a kubeconfig Secret for it and a fleet.drover.io Cluster of the same name, which
+	// deploys the agent. Unset: join, unless the server runs with --hosted-join=false.
+	// +optional
+	Fleet *FleetJoin `json:"fleet,omitempty"`
+}
+
+// AKSCredential chooses the AKS credential listing drover reaches the cluster with.
+// +kubebuilder:validation:Enum=user;admin
+type AKSCredential string
+
+// AKS credential listings.
+const (
+	// AKSCredentialUser is listClusterUserCredential (the default).
+	AKSCredentialUser AKSCredential = "user"
+	// AKSCredentialAdmin is listClusterAdminCredential.
+	AKSCredentialAdmin AKSCredential = "admin"
+)
+
+// FleetJoin configures a hosted cluster's join to the fleet.
+type FleetJoin struct {
+	// Join: true joins the cluster to the fleet, false keeps it out (and makes a joined cluster
+	// leave: its agent and fleet Cluster are removed). Unset: the server's default
+	// (drover server --hosted-join, on by default).
+	// +optional
+	Join *bool `json:"join,omitempty"`
+	// AgentNamespace is the agent's namespace in the cluster (default drover-agent).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	AgentNamespace string `json:"agentNamespace,omitempty"`
+	// AKSCredential is user (listClusterUserCredential, the default) or admin
+	// (listClusterAdminCredential): the credential of an AKS cluster drover writes into the
+	// kubeconfig Secret. Ignored for EKS and GKE.
+	// +optional
+	AKSCredential AKSCredential `json:"aksCredential,omitempty"`
+}
+
+// FleetStatus is the hosted cluster's place in the fleet.
+type FleetStatus struct {
+	// ClusterName is the fleet.drover.io Cluster, in the same namespace, the cluster joined as.
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+	// KubeconfigSecret is the Secret, in the same namespace, holding the kubeconfig (key
+	// "value") drover keeps fresh for the fleet Cluster.
+	// +optional
+	KubeconfigSecret string `json:"kubeconfigSecret,omitempty"`
+	// CredentialsExpireTime is when the token in the kubeconfig Secret expires.
+	// +optional
+	CredentialsExpireTime *metav1.Time `json:"credentialsExpireTime,omitempty"`
+	// CredentialsRefreshTime is when drover replaces that token (before it expires).
+	// +optional
+	CredentialsRefreshTime *metav1.Time `json:"credentialsRefreshTime,omitempty"`
+	// Conditions: Joined (the kubeconfig Secret and the fleet Cluster are in place) and
+	// AgentReady (the agent checked in).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // EKSClusterConfig is the desired state of an EKS cluster. Every field except displayName,
@@ -199,6 +258,10 @@ type ClusterStatus struct {
 	// GKEStatus is the GKE-specific status.
 	// +optional
 	GKEStatus *GKEStatus `json:"gkeStatus,omitempty"`
+	// Fleet is the cluster's place in drover's fleet, written by the join controller only (its
+	// own conditions, so the two controllers never overwrite each other's).
+	// +optional
+	Fleet *FleetStatus `json:"fleet,omitempty"`
 }
 
 // EKSStatus is the observed state of an EKS cluster.
@@ -228,6 +291,7 @@ type EKSStatus struct {
 // +kubebuilder:resource:shortName=hc;hostedcluster,categories=drover
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Joined",type=string,JSONPath=`.status.fleet.conditions[?(@.type=="Joined")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Cluster struct {
 	metav1.TypeMeta   `json:",inline"`

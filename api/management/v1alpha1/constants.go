@@ -14,6 +14,44 @@ const (
 	ConditionCredentialsValid = "CredentialsValid"
 	// ConditionConfigValid: the config can be sent to the provider.
 	ConditionConfigValid = "ConfigValid"
+
+	// ConditionJoined (in status.fleet.conditions): the kubeconfig Secret and the fleet
+	// Cluster are in place, so the agent is deployed.
+	ConditionJoined = "Joined"
+	// ConditionAgentReady (in status.fleet.conditions): the fleet Cluster's agent checked in.
+	ConditionAgentReady = "AgentReady"
+)
+
+// Reasons of the Joined and AgentReady conditions.
+const (
+	// Joined=True.
+	ReasonJoined = "Joined"
+	// ReasonJoinDisabled: spec.fleet.join is false (or unset under --hosted-join=false).
+	ReasonJoinDisabled = "JoinDisabled"
+	// ReasonWaitingForCluster: the cluster is not active yet (creating, failed, deleting).
+	ReasonWaitingForCluster = "WaitingForCluster"
+	// ReasonAccessEntryMissing: an EKS cluster has no access entry for drover's IAM principal;
+	// the message names the principal and the commands that add it.
+	ReasonAccessEntryMissing = "AccessEntryMissing"
+	// ReasonEndpointPrivate: the API endpoint is private only; drover cannot reach it.
+	ReasonEndpointPrivate = "EndpointPrivate"
+	// ReasonCredentialsRejected: the cluster's API server refused drover's token.
+	ReasonCredentialsRejected = "CredentialsRejected"
+	// ReasonCredentialsUnavailable: the provider did not give drover credentials for the
+	// cluster (the message has the provider's error).
+	ReasonCredentialsUnavailable = "CredentialsUnavailable"
+	// ReasonUnreachable: the cluster's API server could not be reached.
+	ReasonUnreachable = "Unreachable"
+	// ReasonFleetClusterConflict: a fleet Cluster of that name exists that drover did not
+	// create for this hosted cluster.
+	ReasonFleetClusterConflict = "FleetClusterConflict"
+	// ReasonLeaving: the cluster is being deleted (or opted out); its agent and fleet Cluster
+	// are being removed.
+	ReasonLeaving = "Leaving"
+
+	// AgentReady.
+	ReasonAgentCheckedIn = "AgentCheckedIn"
+	ReasonWaitingForAgent = "WaitingForAgent"
 )
 
 // Condition reasons of a hosted Cluster. They are part of the API: tools and tests match on
