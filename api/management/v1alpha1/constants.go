@@ -50,7 +50,7 @@ const (
 	ReasonLeaving = "Leaving"
 
 	// AgentReady.
-	ReasonAgentCheckedIn = "AgentCheckedIn"
+	ReasonAgentCheckedIn  = "AgentCheckedIn"
 	ReasonWaitingForAgent = "WaitingForAgent"
 )
 
