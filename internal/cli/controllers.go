@@ -13,6 +13,7 @@ import (
 	"github.com/droverhq/drover/internal/hosted/aks"
 	"github.com/droverhq/drover/internal/hosted/eks"
 	"github.com/droverhq/drover/internal/hosted/gke"
+	"github.com/droverhq/drover/internal/hosted/join"
 	migrationcontroller "github.com/droverhq/drover/internal/migration/controller"
 	"github.com/droverhq/drover/internal/registration"
 )
@@ -28,6 +29,8 @@ type hostedOptions struct {
 	registerLocal bool
 	// agentImage is the image of every agent drover deploys (imported, local, agent Bundles).
 	agentImage string
+	// join makes active hosted clusters join the fleet unless their spec.fleet.join says no.
+	join bool
 }
 
 // Provider defaults: refresh every 300 s like the incumbent; API budgets from the providers'
@@ -56,6 +59,7 @@ func (o *hostedOptions) addFlags(f *pflag.FlagSet) {
 	f.Float64Var(&o.jitter, "refresh-jitter", 0.1, "fraction of the refresh interval added at random, so clusters do not refresh in the same second")
 	f.DurationVar(&o.pollInterval, "hosted-poll-interval", 30*time.Second, "how often a hosted cluster with work in progress is re-read")
 	f.IntVar(&o.hostedWorkers, "hosted-workers", 8, "hosted clusters synced at once (raise for thousands of clusters at high cloud latency)")
+	f.BoolVar(&o.join, "hosted-join", true, "hosted clusters join the fleet once active (kubeconfig Secret, fleet Cluster, agent) unless their spec.fleet.join is false; false: only those with spec.fleet.join: true")
 }
 
 func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
@@ -65,16 +69,25 @@ func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
 			for name, d := range o.refresh {
 				intervals[name], rates[name] = *d, *o.rates[name]
 			}
+			limits := &hosted.Limits{PerProvider: rates}
+			providers := []hosted.Provider{eks.Provider{}, gke.Provider{}, aks.Provider{}}
+			j := &join.Reconciler{
+				Client: mgr.GetClient(), Providers: providers, Recorder: mgr.GetEventRecorder("drover-hosted-join"),
+				Limits: limits, DefaultJoin: o.join, Workers: o.hostedWorkers,
+			}
+			if err := j.SetupWithManager(mgr); err != nil {
+				return err
+			}
 			r := &hosted.Reconciler{
 				Client:           mgr.GetClient(),
-				Providers:        []hosted.Provider{eks.Provider{}, gke.Provider{}, aks.Provider{}},
+				Providers:        providers,
 				Recorder:         mgr.GetEventRecorder("drover-hosted"),
 				RefreshInterval:  300 * time.Second,
 				RefreshIntervals: intervals,
 				Jitter:           o.jitter,
 				PollInterval:     o.pollInterval,
 				Workers:          o.hostedWorkers,
-				Limits:           &hosted.Limits{PerProvider: rates},
+				Limits:           limits,
 			}
 			return r.SetupWithManager(mgr)
 		},

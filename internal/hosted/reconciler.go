@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -34,6 +35,11 @@ import (
 
 // Finalizer keeps a Cluster until its cloud resources are gone (or, imported, forgotten).
 const Finalizer = "management.drover.io/hosted-cluster"
+
+// JoinFinalizer is the join's finalizer (internal/hosted/join): while it is on a Cluster being
+// deleted, the cluster is still leaving the fleet (its fleet Cluster and agent are being
+// removed), so the cloud cluster is not deleted yet.
+const JoinFinalizer = "management.drover.io/fleet-join"
 
 // RefreshAnnotation asks for a refresh now when set to a new value.
 const RefreshAnnotation = "management.drover.io/refresh"
@@ -127,11 +133,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("index clusters by credential secret: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.Cluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(&v1.Cluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, leftFleet))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Named("hosted-cluster").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Complete(r)
+}
+
+// leftFleet passes the update that removes the join's finalizer from a Cluster being deleted:
+// the cloud delete waited for it.
+var leftFleet = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return !e.ObjectNew.GetDeletionTimestamp().IsZero() &&
+			controllerutil.ContainsFinalizer(e.ObjectOld, JoinFinalizer) && !controllerutil.ContainsFinalizer(e.ObjectNew, JoinFinalizer)
+	},
 }
 
 // clustersForSecret re-syncs the clusters using a credential Secret when it changes (rotation).
@@ -549,6 +567,11 @@ func (ps *pass) delete(ctx context.Context) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(c, Finalizer) {
 		return reconcile.Result{}, nil
 	}
+	if controllerutil.ContainsFinalizer(c, JoinFinalizer) {
+		// The cluster leaves the fleet first: its agent is removed while the cluster is there.
+		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonDeleting, "The cluster is leaving the fleet (its fleet Cluster and agent are removed first); then it is deleted at the provider.")
+		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
+	}
 	if p.Imported(c) || st.Phase == "" {
 		// Imported clusters are forgotten, never deleted in the cloud; never-created ones have
 		// nothing to delete.
@@ -650,6 +673,10 @@ func retryNextPass(err error) bool {
 // requestID matches the request and correlation IDs SDK errors carry (AWS "RequestID: x",
 // Azure "X-Ms-Request-Id: x"), which differ on every call.
 var requestID = regexp.MustCompile(`(?i)((?:x-ms-)?(?:correlation-)?request-?id)(["']?\s*[:=]\s*["']?)[0-9a-z][0-9a-z-]*`)
+
+// StableMessage describes err for a condition: the provider's error code and message, without
+// the SDK's wrapping or request IDs.
+func StableMessage(err error) string { return stableMessage(err) }
 
 // stableMessage describes err for a condition: the provider's error code and message, without
 // the SDK's wrapping or request IDs, so a retry that fails the same way leaves the status as it

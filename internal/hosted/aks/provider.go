@@ -8,6 +8,8 @@
 package aks
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"net"
@@ -46,6 +48,9 @@ const (
 type Provider struct {
 	// Retry bounds the SDK's own retries (zero value: the SDK default).
 	Retry policy.RetryOptions
+	// CredentialValidity is how long a listed cluster credential is used before it is listed
+	// again (default DefaultCredentialValidity).
+	CredentialValidity time.Duration
 }
 
 var _ hosted.Provider = Provider{}
