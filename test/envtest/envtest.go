@@ -40,6 +40,9 @@ type Options struct {
 	InstallCRDs bool
 	// Scheme for the returned client; default server.Scheme().
 	Scheme *runtime.Scheme
+	// APIServerFlags are extra kube-apiserver flags (name without "--" → value), e.g.
+	// "authentication-token-webhook-config-file". Start only.
+	APIServerFlags map[string]string
 }
 
 // Cluster is a running test API server with an admin client.
@@ -72,6 +75,9 @@ func Start(name string, opts Options) (*Cluster, error) {
 	// Loopback-only hosts: the apiserver cannot pick an advertise address by itself, and 1.37
 	// refuses a loopback one with the default endpoint reconciler.
 	api.Configure().Set("advertise-address", "127.0.0.1").Set("endpoint-reconciler-type", "none")
+	for k, v := range opts.APIServerFlags {
+		api.Configure().Set(k, v)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start test API server %s: %w", name, err)

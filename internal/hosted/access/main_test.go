@@ -1,0 +1,92 @@
+package access_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/droverhq/drover/pkg/cloudsim/simcore"
+	"github.com/droverhq/drover/test/envtest"
+)
+
+// One real kube-apiserver, started once, plays the downstream cluster: its token webhook
+// points at a TokenReview endpoint that asks the simulators a test registered. It is the
+// simulators' backend "one"; tests point some clusters at backend "elsewhere", which no
+// API server serves, to present one cluster's token to another.
+var (
+	downstream *envtest.Cluster
+	backend    = &simcore.Backend{Name: "one"}
+	reviewers  = &reviewerSet{}
+)
+
+// reviewerSet is the simulators the webhook asks; each test registers its own.
+type reviewerSet struct {
+	mu sync.Mutex
+	rs []simcore.TokenReviewer
+}
+
+func (s *reviewerSet) ReviewToken(b, token string) (simcore.ReviewedUser, bool, string) {
+	s.mu.Lock()
+	rs := slices.Clone(s.rs)
+	s.mu.Unlock()
+	for _, r := range rs {
+		if u, ok, why := r.ReviewToken(b, token); ok {
+			return u, ok, why
+		}
+	}
+	return simcore.ReviewedUser{}, false, ""
+}
+
+func register(t *testing.T, r simcore.TokenReviewer) {
+	reviewers.mu.Lock()
+	reviewers.rs = append(reviewers.rs, r)
+	reviewers.mu.Unlock()
+	t.Cleanup(func() {
+		reviewers.mu.Lock()
+		reviewers.rs = slices.DeleteFunc(reviewers.rs, func(x simcore.TokenReviewer) bool { return x == r })
+		reviewers.mu.Unlock()
+	})
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	webhook := httptest.NewServer(simcore.TokenReviewHandler(reviewers))
+	defer webhook.Close()
+	dir, err := os.MkdirTemp("", "drover-access-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	cfgFile := filepath.Join(dir, "webhook.kubeconfig")
+	if err := os.WriteFile(cfgFile, simcore.WebhookKubeconfig(webhook.URL+simcore.TokenReviewPath(backend.Name), nil), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	downstream, err = envtest.Start("downstream", envtest.Options{APIServerFlags: map[string]string{
+		"authentication-token-webhook-config-file": cfgFile,
+		"authentication-token-webhook-version":     "v1",
+		// No cache: an expired token must be refused at once, not after the cache's 2 min.
+		"authentication-token-webhook-cache-ttl": "0s",
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = downstream.Stop() }()
+	backend.Endpoint = downstream.Config.Host
+	if !strings.Contains(backend.Endpoint, "://") {
+		backend.Endpoint = "https://" + backend.Endpoint
+	}
+	backend.CAPEM = downstream.Config.CAData
+	elsewhere.CAPEM = downstream.Config.CAData
+	return m.Run()
+}
