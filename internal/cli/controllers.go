@@ -9,6 +9,7 @@ import (
 
 	"github.com/droverhq/drover/internal/agent/manifests"
 	"github.com/droverhq/drover/internal/bundle"
+	"github.com/droverhq/drover/internal/gitrepo"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/hosted/aks"
 	"github.com/droverhq/drover/internal/hosted/eks"
@@ -102,5 +103,6 @@ func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
 			return registration.Controllers(opts)(mgr)
 		},
 		bundle.Controllers(bundle.Options{ManageAgents: true, AgentImage: o.agentImage}),
+		gitrepo.Controllers(),
 	}
 }

@@ -1,0 +1,389 @@
+// Package gitrepo deploys from Git: for every GitRepo it follows a branch, tag or commit of a
+// repository (cloned with go-git, shallow and in memory, no git binary), renders every path
+// matching spec.paths into a Bundle owned by the GitRepo, deletes the Bundles of paths that
+// disappeared, and reports the commit deployed, the Bundles' readiness and fetch or render
+// errors as conditions with stable reasons.
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+)
+
+// FieldOwner is the GitRepo controller's field manager.
+const FieldOwner = "drover-gitrepo"
+
+// specHashAnnotation records the hash of the Bundle spec a GitRepo wrote, so unchanged Bundles
+// get no write when a commit changes other paths.
+const specHashAnnotation = fleetv1alpha1.LabelPrefix + "gitrepo-spec-hash"
+
+// DefaultPollingInterval is how often a GitRepo without spec.pollingInterval is checked.
+const DefaultPollingInterval = 15 * time.Second
+
+// minPollingInterval bounds spec.pollingInterval from below.
+const minPollingInterval = time.Second
+
+// Reconciler keeps the Bundles of GitRepos.
+type Reconciler struct {
+	// Client reads GitRepos and Bundles (cached) and writes Bundles and GitRepo status.
+	Client client.Client
+	// SecretReader reads auth Secrets (uncached: drover does not keep every Secret in memory).
+	SecretReader client.Reader
+	// Concurrency is the number of GitRepos reconciled at once (default 4).
+	Concurrency int
+	// Now returns the current time (default time.Now).
+	Now func() time.Time
+
+	mu    sync.Mutex
+	state map[types.NamespacedName]*repoState
+}
+
+// repoState is what the controller remembers of a GitRepo between passes: when it fetched last,
+// for which generation, and the content of the last commit it read (so a poll that finds the
+// same commit costs one ls-remote and no clone).
+type repoState struct {
+	nextFetch  time.Time
+	generation int64
+	source     string // repo URL and ref the checkout was read for
+	co         *checkout
+}
+
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=gitrepos,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=gitrepos/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=gitrepos/finalizers,verbs=update
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=bundles,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Concurrency == 0 {
+		r.Concurrency = 4
+	}
+	if r.SecretReader == nil {
+		r.SecretReader = mgr.GetAPIReader()
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("gitrepo").
+		For(&fleetv1alpha1.GitRepo{}).
+		Owns(&fleetv1alpha1.Bundle{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Concurrency}).
+		Complete(r)
+}
+
+// Controllers returns a function for server.Options.Controllers.
+func Controllers() func(ctrl.Manager) error {
+	return func(mgr ctrl.Manager) error {
+		if err := (&Reconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up gitrepo controller: %w", err)
+		}
+		return nil
+	}
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func pollingInterval(gr *fleetv1alpha1.GitRepo) time.Duration {
+	if gr.Spec.PollingInterval == nil {
+		return DefaultPollingInterval
+	}
+	return max(gr.Spec.PollingInterval.Duration, minPollingInterval)
+}
+
+func (r *Reconciler) stateOf(key types.NamespacedName) *repoState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == nil {
+		r.state = map[types.NamespacedName]*repoState{}
+	}
+	st := r.state[key]
+	if st == nil {
+		st = &repoState{}
+		r.state[key] = st
+	}
+	return st
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.state, key)
+}
+
+// Reconcile fetches the GitRepo's revision when its polling interval has passed (or its spec
+// changed, or one of its Bundles went missing), writes the Bundles, and summarises them.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	gr := &fleetv1alpha1.GitRepo{}
+	if err := r.Client.Get(ctx, req.NamespacedName, gr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !gr.DeletionTimestamp.IsZero() {
+		r.forget(req.NamespacedName) // the Bundles go with it (owner references)
+		return ctrl.Result{}, nil
+	}
+	before := gr.DeepCopy()
+	owned, err := r.ownedBundles(ctx, gr)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	st := r.stateOf(req.NamespacedName)
+	var requeue time.Duration
+	if gr.Spec.Paused {
+		setCondition(gr, fleetv1alpha1.ConditionSynced, metav1.ConditionFalse, fleetv1alpha1.ReasonPaused,
+			"spec.paused is set: nothing is fetched; the Bundles of commit "+orNone(gr.Status.Commit)+" stay deployed")
+	} else {
+		if r.due(gr, st, owned) {
+			r.sync(ctx, gr, st, owned)
+			if owned, err = r.ownedBundles(ctx, gr); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		requeue = max(st.nextFetch.Sub(r.now()), 0) + 10*time.Millisecond
+	}
+	summarise(gr, owned)
+	if !equality.Semantic.DeepEqual(before.Status, gr.Status) {
+		if err := r.Client.Status().Patch(ctx, gr, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("patch status of GitRepo %s: %w", req.NamespacedName, err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// due reports whether gr must be fetched now: its polling interval passed, its spec changed
+// since the last fetch, or a Bundle it should have is missing.
+func (r *Reconciler) due(gr *fleetv1alpha1.GitRepo, st *repoState, owned map[string]*fleetv1alpha1.Bundle) bool {
+	if st.generation != gr.Generation || !r.now().Before(st.nextFetch) {
+		return true
+	}
+	for _, b := range gr.Status.Bundles {
+		if owned[b.Name] == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// sync fetches and renders gr's revision and writes its Bundles. Failures go into the Synced
+// condition; the Bundles of the last good commit are then left as they are.
+func (r *Reconciler) sync(ctx context.Context, gr *fleetv1alpha1.GitRepo, st *repoState, owned map[string]*fleetv1alpha1.Bundle) {
+	st.generation, st.nextFetch = gr.Generation, r.now().Add(pollingInterval(gr))
+	gr.Status.ObservedGeneration = gr.Generation
+	out, err := r.fetchAndRender(ctx, gr, st)
+	if err == nil {
+		err = r.write(ctx, gr, st.co.commit, out, owned)
+	}
+	if err != nil {
+		reason := fleetv1alpha1.ReasonFetchFailed
+		var se *syncError
+		if errors.As(err, &se) {
+			reason = se.reason
+		}
+		log.FromContext(ctx).Info("GitRepo not synced", "reason", reason, "error", err.Error())
+		setCondition(gr, fleetv1alpha1.ConditionSynced, metav1.ConditionFalse, reason, truncate(err.Error(), 1024))
+		return
+	}
+	gr.Status.Commit = st.co.commit
+	gr.Status.Bundles = gr.Status.Bundles[:0]
+	for _, b := range out {
+		gr.Status.Bundles = append(gr.Status.Bundles, fleetv1alpha1.GitRepoBundle{Name: b.name, Path: b.path})
+	}
+	setCondition(gr, fleetv1alpha1.ConditionSynced, metav1.ConditionTrue, fleetv1alpha1.ReasonSucceeded,
+		fmt.Sprintf("commit %s of %s rendered into %d Bundles", st.co.commit, describe(&gr.Spec), len(out)))
+}
+
+// fetchAndRender returns the rendered paths of the revision's current commit, reading the
+// repository only when the commit is not the one read last time.
+func (r *Reconciler) fetchAndRender(ctx context.Context, gr *fleetv1alpha1.GitRepo, st *repoState) ([]rendered, error) {
+	ep, err := endpoint(gr.Spec.Repo)
+	if err != nil {
+		return nil, err
+	}
+	var secret *corev1.Secret
+	if name := gr.Spec.ClientSecretName; name != "" {
+		secret = &corev1.Secret{}
+		if err := r.SecretReader.Get(ctx, client.ObjectKey{Namespace: gr.Namespace, Name: name}, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, failf(fleetv1alpha1.ReasonClientSecretInvalid, nil, "Secret %s (spec.clientSecretName) not found in namespace %s", name, gr.Namespace)
+			}
+			return nil, failf(fleetv1alpha1.ReasonFetchFailed, err, "read Secret %s/%s", gr.Namespace, name)
+		}
+	}
+	auth, err := authFor(ep, gr.Spec.ClientSecretName, secret)
+	if err != nil {
+		return nil, err
+	}
+	source := gr.Spec.Repo + " " + describe(&gr.Spec)
+	commit, err := resolve(ctx, &gr.Spec, auth)
+	if err != nil {
+		return nil, err
+	}
+	if st.co == nil || st.source != source || gr.Spec.Revision == "" && commit != st.co.commit {
+		co, err := fetch(ctx, &gr.Spec, auth)
+		if err != nil {
+			return nil, err
+		}
+		st.co, st.source = co, source
+	}
+	out, err := render(st.co, gr)
+	if err != nil {
+		var se *syncError
+		if errors.As(err, &se) {
+			se.msg = fmt.Sprintf("commit %s: %s", st.co.commit, se.msg)
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// ownedBundles returns the Bundles gr controls, by name.
+func (r *Reconciler) ownedBundles(ctx context.Context, gr *fleetv1alpha1.GitRepo) (map[string]*fleetv1alpha1.Bundle, error) {
+	var list fleetv1alpha1.BundleList
+	if err := r.Client.List(ctx, &list, client.InNamespace(gr.Namespace), client.MatchingLabels{fleetv1alpha1.GitRepoNameLabel: gr.Name}); err != nil {
+		return nil, fmt.Errorf("list Bundles of GitRepo %s/%s: %w", gr.Namespace, gr.Name, err)
+	}
+	out := map[string]*fleetv1alpha1.Bundle{}
+	for i := range list.Items {
+		if metav1.IsControlledBy(&list.Items[i], gr) {
+			out[list.Items[i].Name] = &list.Items[i]
+		}
+	}
+	return out, nil
+}
+
+// write applies the rendered Bundles that changed and deletes the owned Bundles of paths that
+// are gone.
+func (r *Reconciler) write(ctx context.Context, gr *fleetv1alpha1.GitRepo, commit string, out []rendered, owned map[string]*fleetv1alpha1.Bundle) error {
+	want := map[string]bool{}
+	for i := range out {
+		rb := &out[i]
+		want[rb.name] = true
+		hash := specHash(&rb.spec)
+		if cur := owned[rb.name]; cur != nil && cur.Annotations[specHashAnnotation] == hash && cur.Annotations[fleetv1alpha1.GitRepoPathAnnotation] == rb.path {
+			continue
+		}
+		if cur := owned[rb.name]; cur == nil {
+			existing := &fleetv1alpha1.Bundle{}
+			err := r.Client.Get(ctx, client.ObjectKey{Namespace: gr.Namespace, Name: rb.name}, existing)
+			if err == nil && !metav1.IsControlledBy(existing, gr) {
+				return failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: Bundle %s already exists and does not belong to this GitRepo: delete or rename it", rb.path, rb.name)
+			}
+			if client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("get Bundle %s/%s: %w", gr.Namespace, rb.name, err)
+			}
+		}
+		b := &fleetv1alpha1.Bundle{
+			TypeMeta: metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "Bundle"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: gr.Namespace, Name: rb.name,
+				Labels: map[string]string{fleetv1alpha1.GitRepoNameLabel: gr.Name},
+				Annotations: map[string]string{
+					fleetv1alpha1.GitRepoPathAnnotation:   rb.path,
+					fleetv1alpha1.GitRepoCommitAnnotation: commit,
+					specHashAnnotation:                    hash,
+				}},
+			Spec: rb.spec,
+		}
+		if err := controllerutil.SetControllerReference(gr, b, r.Client.Scheme()); err != nil {
+			return fmt.Errorf("own Bundle %s: %w", rb.name, err)
+		}
+		if err := r.Client.Patch(ctx, b, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply with a typed object is fine here
+			return fmt.Errorf("apply Bundle %s/%s: %w", gr.Namespace, rb.name, err)
+		}
+	}
+	for name, b := range owned {
+		if want[name] {
+			continue
+		}
+		if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete Bundle %s/%s of removed path %s: %w", gr.Namespace, name, b.Annotations[fleetv1alpha1.GitRepoPathAnnotation], err)
+		}
+	}
+	return nil
+}
+
+// summarise fills the readiness of gr's Bundles and its Ready condition.
+func summarise(gr *fleetv1alpha1.GitRepo, owned map[string]*fleetv1alpha1.Bundle) {
+	ready := 0
+	var notReady []string
+	for i := range gr.Status.Bundles {
+		s := &gr.Status.Bundles[i]
+		s.Ready, s.DesiredReady, s.Message = 0, 0, ""
+		b := owned[s.Name]
+		if b == nil {
+			s.Message = "Bundle not created yet"
+			notReady = append(notReady, s.Name)
+			continue
+		}
+		s.Ready, s.DesiredReady = b.Status.Summary.Ready, b.Status.Summary.DesiredReady
+		c := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady)
+		if c != nil && c.Status == metav1.ConditionTrue && b.Status.ObservedGeneration == b.Generation {
+			ready++
+			continue
+		}
+		if c != nil {
+			s.Message = truncate(c.Message, 256)
+		} else {
+			s.Message = "Bundle not reconciled yet"
+		}
+		notReady = append(notReady, s.Name)
+	}
+	sort.Slice(gr.Status.Bundles, func(i, j int) bool { return gr.Status.Bundles[i].Path < gr.Status.Bundles[j].Path })
+	gr.Status.Summary = fleetv1alpha1.GitRepoSummary{Bundles: len(gr.Status.Bundles), ReadyBundles: ready}
+	synced := meta.FindStatusCondition(gr.Status.Conditions, fleetv1alpha1.ConditionSynced)
+	switch {
+	case synced == nil:
+		setCondition(gr, fleetv1alpha1.ConditionReady, metav1.ConditionFalse, fleetv1alpha1.ReasonPending, "not fetched yet")
+	case synced.Status != metav1.ConditionTrue:
+		setCondition(gr, fleetv1alpha1.ConditionReady, metav1.ConditionFalse, synced.Reason, synced.Message)
+	case len(notReady) > 0:
+		setCondition(gr, fleetv1alpha1.ConditionReady, metav1.ConditionFalse, fleetv1alpha1.ReasonBundlesNotReady,
+			truncate(fmt.Sprintf("%d/%d Bundles ready; not ready: %s", ready, len(gr.Status.Bundles), strings.Join(notReady, ", ")), 1024))
+	default:
+		setCondition(gr, fleetv1alpha1.ConditionReady, metav1.ConditionTrue, fleetv1alpha1.ReasonSucceeded,
+			fmt.Sprintf("commit %s: every Bundle (%d) ready", gr.Status.Commit, len(gr.Status.Bundles)))
+	}
+}
+
+func setCondition(gr *fleetv1alpha1.GitRepo, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&gr.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
+		Message: msg, ObservedGeneration: gr.Generation})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

@@ -1,0 +1,309 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/gitrepo"
+)
+
+func namespaceYAML(name string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", name)
+}
+
+func configMapYAML(ns, name, value string) string {
+	meta := "  name: " + name + "\n"
+	if ns != "" {
+		meta += "  namespace: " + ns + "\n"
+	}
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n" + meta + "data:\n  value: " + value + "\n"
+}
+
+// newGitRepo creates a GitRepo targeting the downstream cluster, polling every second.
+func newGitRepo(t *testing.T, name string, r *repo, mutate func(*fleetv1alpha1.GitRepoSpec)) *fleetv1alpha1.GitRepo {
+	t.Helper()
+	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name},
+		Spec: fleetv1alpha1.GitRepoSpec{Repo: r.url, Branch: "main",
+			PollingInterval: &metav1.Duration{Duration: time.Second},
+			Targets:         []fleetv1alpha1.BundleTarget{{ClusterName: plainName}}}}
+	if mutate != nil {
+		mutate(&gr.Spec)
+	}
+	if err := mgmt.Client.Create(t.Context(), gr); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), gr) })
+	return gr
+}
+
+func getGitRepo(t testing.TB, gr *fleetv1alpha1.GitRepo) (*fleetv1alpha1.GitRepo, error) {
+	got := &fleetv1alpha1.GitRepo{}
+	err := mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(gr), got)
+	return got, err
+}
+
+// downstreamValue returns the value of ConfigMap ns/name in the downstream cluster ("" if absent).
+func downstreamValue(t testing.TB, ns, name string) (string, error) {
+	cm := &corev1.ConfigMap{}
+	if err := plain.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	return cm.Data["value"], nil
+}
+
+// wantDownstream checks downstream ConfigMaps: "ns/name" → value ("" means absent).
+func wantDownstream(t testing.TB, want map[string]string) error {
+	for k, v := range want {
+		ns, name, _ := strings.Cut(k, "/")
+		got, err := downstreamValue(t, ns, name)
+		if err != nil {
+			return err
+		}
+		if got != v {
+			return fmt.Errorf("downstream ConfigMap %s: value %q, want %q", k, got, v)
+		}
+	}
+	return nil
+}
+
+// wantSynced checks that gr deployed commit with the named Bundles, all ready.
+func wantSynced(t testing.TB, gr *fleetv1alpha1.GitRepo, commit string, bundles ...string) error {
+	got, err := getGitRepo(t, gr)
+	if err != nil {
+		return err
+	}
+	if got.Status.Commit != commit {
+		return fmt.Errorf("status.commit %q, want %q; conditions %+v", got.Status.Commit, commit, got.Status.Conditions)
+	}
+	var names []string
+	for _, b := range got.Status.Bundles {
+		names = append(names, b.Name)
+	}
+	if !slices.Equal(names, bundles) {
+		return fmt.Errorf("status.bundles %v, want %v", names, bundles)
+	}
+	if s := got.Status.Summary; s.Bundles != len(bundles) || s.ReadyBundles != len(bundles) {
+		return fmt.Errorf("summary %+v, want %d bundles, all ready", s, len(bundles))
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		return fmt.Errorf("Ready condition %+v", c)
+	}
+	return nil
+}
+
+// TestGitRepoFollowsCommits: two paths become two Bundles whose resources reach the downstream
+// cluster; a commit changing one path updates that Bundle only; a force-push back to the first
+// commit is followed; deleting a path deletes its Bundle and its resources downstream.
+func TestGitRepoFollowsCommits(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	r := newRepo(t, "follow", false)
+	c1 := r.commit("two apps", map[string]string{
+		"apps/a/namespace.yaml": namespaceYAML("follow-a"),
+		"apps/a/config/cm.yaml": configMapYAML("follow-a", "a", "one"),
+		"apps/b/all.yaml":       namespaceYAML("follow-b") + "---\n" + configMapYAML("", "b1", "one") + "---\n" + configMapYAML("", "b2", "one"),
+		"apps/b/drover.yaml":    "defaultNamespace: follow-b\n",
+		"apps/b/README.md":      "not a manifest\n",
+		"apps/b/.github/ci.yml": "on: push\n",
+		"docs/example.yaml":     "not: matched by spec.paths\n",
+	})
+	gr := newGitRepo(t, "follow", r, func(s *fleetv1alpha1.GitRepoSpec) { s.Paths = []string{"apps/*"} })
+	bundleA, bundleB := gitrepo.BundleName("follow", "apps/a"), gitrepo.BundleName("follow", "apps/b")
+
+	eventually(t, 60*time.Second, func() error {
+		if err := wantSynced(t, gr, c1, bundleA, bundleB); err != nil {
+			return err
+		}
+		return wantDownstream(t, map[string]string{"follow-a/a": "one", "follow-b/b1": "one", "follow-b/b2": "one"})
+	})
+	b := &fleetv1alpha1.Bundle{}
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: bundleB}, b); err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(b, gr) && b.OwnerReferences[0].Name != gr.Name {
+		t.Errorf("Bundle %s not owned by the GitRepo: %+v", bundleB, b.OwnerReferences)
+	}
+	if b.Spec.DefaultNamespace != "follow-b" || len(b.Spec.Resources) != 3 || b.Annotations[fleetv1alpha1.GitRepoPathAnnotation] != "apps/b" {
+		t.Errorf("Bundle %s: defaultNamespace %q, %d resources, path %q; want follow-b, 3, apps/b",
+			bundleB, b.Spec.DefaultNamespace, len(b.Spec.Resources), b.Annotations[fleetv1alpha1.GitRepoPathAnnotation])
+	}
+	genB := b.Generation
+
+	c2 := r.commit("change a", map[string]string{"apps/a/config/cm.yaml": configMapYAML("follow-a", "a", "two")})
+	eventually(t, 30*time.Second, func() error {
+		if err := wantSynced(t, gr, c2, bundleA, bundleB); err != nil {
+			return err
+		}
+		return wantDownstream(t, map[string]string{"follow-a/a": "two", "follow-b/b1": "one"})
+	})
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: bundleB}, b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Generation != genB || b.Annotations[fleetv1alpha1.GitRepoCommitAnnotation] != c1 {
+		t.Errorf("unchanged Bundle %s was written: generation %d → %d, commit annotation %s", bundleB, genB, b.Generation, b.Annotations[fleetv1alpha1.GitRepoCommitAnnotation])
+	}
+
+	r.forcePush(c1)
+	eventually(t, 30*time.Second, func() error {
+		if err := wantSynced(t, gr, c1, bundleA, bundleB); err != nil {
+			return err
+		}
+		return wantDownstream(t, map[string]string{"follow-a/a": "one"})
+	})
+
+	c3 := r.commit("remove b", map[string]string{"apps/b": ""})
+	eventually(t, 30*time.Second, func() error {
+		if err := wantSynced(t, gr, c3, bundleA); err != nil {
+			return err
+		}
+		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: bundleB}, &fleetv1alpha1.Bundle{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Bundle %s of the removed path still there (%v)", bundleB, err)
+		}
+		return wantDownstream(t, map[string]string{"follow-a/a": "one", "follow-b/b1": "", "follow-b/b2": ""})
+	})
+}
+
+// wantCondition waits for gr's Synced condition to be False with reason and a message
+// containing every part.
+func wantCondition(t *testing.T, gr *fleetv1alpha1.GitRepo, reason string, parts ...string) *fleetv1alpha1.GitRepo {
+	t.Helper()
+	var got *fleetv1alpha1.GitRepo
+	eventually(t, 30*time.Second, func() error {
+		var err error
+		if got, err = getGitRepo(t, gr); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionSynced)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reason {
+			return fmt.Errorf("Synced condition %+v, want False/%s", c, reason)
+		}
+		for _, p := range parts {
+			if !strings.Contains(c.Message, p) {
+				return fmt.Errorf("Synced message %q does not name %q", c.Message, p)
+			}
+		}
+		if ready := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionReady); ready == nil || ready.Reason != reason {
+			return fmt.Errorf("Ready condition %+v, want reason %s", ready, reason)
+		}
+		return nil
+	})
+	return got
+}
+
+func TestGitRepoErrors(t *testing.T) {
+	t.Parallel()
+	t.Run("missing branch", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t, "missing-branch", false)
+		r.commit("one", map[string]string{"cm.yaml": configMapYAML("default", "missing-branch", "one")})
+		gr := newGitRepo(t, "missing-branch", r, func(s *fleetv1alpha1.GitRepoSpec) { s.Branch = "release-9" })
+		wantCondition(t, gr, fleetv1alpha1.ReasonRevisionNotFound, "branch release-9")
+	})
+	t.Run("missing revision", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t, "missing-revision", false)
+		r.commit("one", map[string]string{"cm.yaml": configMapYAML("default", "missing-revision", "one")})
+		gr := newGitRepo(t, "missing-revision", r, func(s *fleetv1alpha1.GitRepoSpec) {
+			s.Branch, s.Revision = "", "0123456789abcdef0123456789abcdef01234567"
+		})
+		wantCondition(t, gr, fleetv1alpha1.ReasonRevisionNotFound, "0123456789abcdef0123456789abcdef01234567")
+	})
+	t.Run("credentials", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		r := newRepo(t, "private", true)
+		c1 := r.commit("one", map[string]string{"cm.yaml": configMapYAML("default", "private-cm", "one")})
+		gr := newGitRepo(t, "private", r, nil)
+		wantCondition(t, gr, fleetv1alpha1.ReasonAuthFailed, "refused")
+
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "git-private"},
+			Data: map[string][]byte{fleetv1alpha1.GitKeyUsername: []byte(gitUser), fleetv1alpha1.GitKeyPassword: []byte("wrong-password")}}
+		if err := mgmt.Client.Create(ctx, secret); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), secret) })
+		patchSpec(t, gr, func(s *fleetv1alpha1.GitRepoSpec) { s.ClientSecretName = secret.Name })
+		got := wantCondition(t, gr, fleetv1alpha1.ReasonAuthFailed, "refused")
+		if strings.Contains(fmt.Sprint(got.Status), "wrong-password") {
+			t.Errorf("the password appears in the status: %+v", got.Status)
+		}
+
+		secret.Data[fleetv1alpha1.GitKeyPassword] = []byte(gitPassword)
+		if err := mgmt.Client.Update(ctx, secret); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, func() error {
+			if err := wantSynced(t, gr, c1, "private"); err != nil {
+				return err
+			}
+			return wantDownstream(t, map[string]string{"default/private-cm": "one"})
+		})
+	})
+	t.Run("bad YAML keeps the last good commit", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		r := newRepo(t, "bad-yaml", false)
+		c1 := r.commit("good", map[string]string{"app/cm.yaml": configMapYAML("default", "bad-yaml", "one")})
+		gr := newGitRepo(t, "bad-yaml", r, func(s *fleetv1alpha1.GitRepoSpec) { s.Paths = []string{"app"} })
+		name := gitrepo.BundleName("bad-yaml", "app")
+		eventually(t, 60*time.Second, func() error {
+			if err := wantSynced(t, gr, c1, name); err != nil {
+				return err
+			}
+			return wantDownstream(t, map[string]string{"default/bad-yaml": "one"})
+		})
+		c2 := r.commit("broken", map[string]string{
+			"app/cm.yaml":     configMapYAML("default", "bad-yaml", "two"),
+			"app/broken.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [unclosed\n",
+		})
+		got := wantCondition(t, gr, fleetv1alpha1.ReasonRenderFailed, "path app", "app/broken.yaml", c2)
+		if got.Status.Commit != c1 {
+			t.Errorf("status.commit moved to %s, want the last good commit %s", got.Status.Commit, c1)
+		}
+		if err := wantDownstream(t, map[string]string{"default/bad-yaml": "one"}); err != nil {
+			t.Error(err)
+		}
+		b := &fleetv1alpha1.Bundle{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: name}, b); err != nil {
+			t.Fatalf("the Bundle of the last good commit is gone: %v", err)
+		}
+	})
+	t.Run("malformed drover.yaml", func(t *testing.T) {
+		t.Parallel()
+		r := newRepo(t, "bad-config", false)
+		r.commit("typo", map[string]string{
+			"app/cm.yaml":     configMapYAML("", "bad-config", "one"),
+			"app/drover.yaml": "defaultNamespce: web\n",
+		})
+		gr := newGitRepo(t, "bad-config", r, func(s *fleetv1alpha1.GitRepoSpec) { s.Paths = []string{"app"} })
+		wantCondition(t, gr, fleetv1alpha1.ReasonRenderFailed, "app/drover.yaml", "defaultNamespce")
+	})
+}
+
+// patchSpec changes gr's spec with a merge patch.
+func patchSpec(t *testing.T, gr *fleetv1alpha1.GitRepo, mutate func(*fleetv1alpha1.GitRepoSpec)) {
+	t.Helper()
+	cur, err := getGitRepo(t, gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := cur.DeepCopy()
+	mutate(&cur.Spec)
+	if err := mgmt.Client.Patch(t.Context(), cur, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,261 @@
+package gitrepo
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+)
+
+// ConfigFile is the per-path settings file.
+const ConfigFile = "drover.yaml"
+
+// maxResources is the most manifests a Bundle holds (its CRD's limit).
+const maxResources = 1000
+
+// Config is a path's drover.yaml.
+type Config struct {
+	// DefaultNamespace is the namespace of namespaced resources without one.
+	DefaultNamespace string `json:"defaultNamespace,omitempty"`
+	// CorrectDrift, ForceConflicts and KeepResources are the Bundle options of the same names.
+	CorrectDrift   bool `json:"correctDrift,omitempty"`
+	ForceConflicts bool `json:"forceConflicts,omitempty"`
+	KeepResources  bool `json:"keepResources,omitempty"`
+}
+
+// rendered is the Bundle content of one path.
+type rendered struct {
+	name string
+	path string
+	spec fleetv1alpha1.BundleSpec
+}
+
+// matchPaths returns the directories of co matching any of the globs (default: the root),
+// sorted. Hidden directories (a segment starting with ".") match only a glob naming them.
+func matchPaths(co *checkout, globs []string) ([]string, error) {
+	if len(globs) == 0 {
+		globs = []string{"."}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, g := range globs {
+		g = cleanPath(g)
+		if _, err := path.Match(g, ""); err != nil {
+			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "spec.paths: %q is not a valid glob", g)
+		}
+		for _, d := range co.dirs {
+			if ok, _ := path.Match(g, d); ok && !seen[d] && (!hidden(d) || g == d) {
+				seen[d] = true
+				out = append(out, d)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func cleanPath(p string) string {
+	p = path.Clean("/" + strings.TrimSpace(p))
+	if p == "/" {
+		return "."
+	}
+	return strings.TrimPrefix(p, "/")
+}
+
+func hidden(p string) bool {
+	for _, s := range strings.Split(p, "/") {
+		if strings.HasPrefix(s, ".") && s != "." {
+			return true
+		}
+	}
+	return false
+}
+
+// under reports whether file f is inside directory dir.
+func under(f, dir string) bool {
+	return dir == "." || strings.HasPrefix(f, dir+"/")
+}
+
+// render turns every matching path of co into a Bundle spec for gr. A path's files are the
+// manifests below it, except those in hidden directories and in deeper matching paths (which are
+// Bundles of their own). Directories without any manifest are skipped.
+func render(co *checkout, gr *fleetv1alpha1.GitRepo) ([]rendered, error) {
+	paths, err := matchPaths(co, gr.Spec.Paths)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]string, 0, len(co.files))
+	for f := range co.files {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	var out []rendered
+	names := map[string]string{}
+	for _, p := range paths {
+		var own []string
+		for _, f := range files {
+			if !under(f, p) || hidden(strings.TrimPrefix(f, p+"/")) {
+				continue
+			}
+			deeper := false
+			for _, q := range paths {
+				if q != p && under(q, p) && q != "." && under(f, q) {
+					deeper = true
+					break
+				}
+			}
+			if !deeper {
+				own = append(own, f)
+			}
+		}
+		if len(own) == 0 {
+			continue
+		}
+		r, err := renderPath(co, gr, p, own)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			continue
+		}
+		if other, dup := names[r.name]; dup {
+			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "paths %q and %q would both be Bundle %s: rename one directory", other, p, r.name)
+		}
+		names[r.name] = p
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+// renderPath renders one path from its files (sorted slash paths below it). It returns nil for
+// a path with only a drover.yaml and no manifests.
+func renderPath(co *checkout, gr *fleetv1alpha1.GitRepo, p string, files []string) (*rendered, error) {
+	rel := func(f string) string { return strings.TrimPrefix(f, p+"/") }
+	var cfg Config
+	var manifests []string
+	for _, f := range files {
+		switch rel(f) {
+		case ConfigFile:
+			c, err := parseConfig(co.files[f])
+			if err != nil {
+				return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, f, err.Error())
+			}
+			cfg = *c
+			continue
+		case "Chart.yaml":
+			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: Helm charts are not supported yet; render the chart to manifests or point spec.paths elsewhere", p, f)
+		case "kustomization.yaml", "kustomization.yml", "Kustomization":
+			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: Kustomize is not supported yet", p, f)
+		}
+		if path.Base(f) == ConfigFile || path.Base(f) == "Chart.yaml" {
+			continue // settings of a path that does not match spec.paths
+		}
+		manifests = append(manifests, f)
+	}
+	if len(manifests) == 0 {
+		return nil, nil
+	}
+	var resources []runtime.RawExtension
+	for _, f := range manifests {
+		docs, err := parseManifests(co.files[f])
+		if err != nil {
+			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, f, err.Error())
+		}
+		resources = append(resources, docs...)
+		if len(resources) > maxResources {
+			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: more than %d manifests (at %s): split it into several paths", p, maxResources, f)
+		}
+	}
+	return &rendered{name: BundleName(gr.Name, p), path: p, spec: fleetv1alpha1.BundleSpec{
+		Resources:        resources,
+		DefaultNamespace: cfg.DefaultNamespace,
+		Targets:          gr.Spec.Targets,
+		CorrectDrift:     cfg.CorrectDrift,
+		ForceConflicts:   cfg.ForceConflicts,
+		KeepResources:    cfg.KeepResources,
+	}}, nil
+}
+
+// parseConfig reads a drover.yaml: unknown keys and invalid values are errors naming the key.
+func parseConfig(data []byte) (*Config, error) {
+	c := &Config{}
+	if err := yaml.UnmarshalStrict(data, c); err != nil {
+		return nil, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "error unmarshaling JSON: "), "while decoding JSON: "))
+	}
+	if c.DefaultNamespace != "" {
+		if errs := validation.IsDNS1123Label(c.DefaultNamespace); len(errs) > 0 {
+			return nil, fmt.Errorf("defaultNamespace: %q is not a namespace name: %s", c.DefaultNamespace, strings.Join(errs, "; "))
+		}
+	}
+	return c, nil
+}
+
+// parseManifests decodes a YAML (multi-document) or JSON file into manifests. Empty documents
+// are skipped; every other must have apiVersion, kind and metadata.name.
+func parseManifests(data []byte) ([]runtime.RawExtension, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []runtime.RawExtension
+	for i := 1; ; i++ {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("document %d: apiVersion, kind and metadata.name are required", i)
+		}
+		b, err := u.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		out = append(out, runtime.RawExtension{Raw: b})
+	}
+}
+
+var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// maxNameLength keeps Bundle names usable as label values.
+const maxNameLength = validation.LabelValueMaxLength
+
+// BundleName is the name of the Bundle of path p of GitRepo repo: "<repo>-<path>" with "/" and
+// other characters invalid in names turned into "-", lowercased; the root path is "<repo>". A
+// name longer than 63 characters is cut and ends in a hash of the untruncated name, so it stays
+// stable and unique.
+func BundleName(repo, p string) string {
+	full := repo
+	if p = cleanPath(p); p != "." {
+		full = repo + "-" + p
+	}
+	n := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(full), "-"), "-")
+	if len(n) <= maxNameLength {
+		return n
+	}
+	h := sha256.Sum256([]byte(full))
+	return strings.TrimRight(n[:maxNameLength-9], "-") + "-" + hex.EncodeToString(h[:])[:8]
+}
+
+// specHash identifies a rendered Bundle spec, so unchanged Bundles are not written.
+func specHash(s *fleetv1alpha1.BundleSpec) string {
+	b, _ := json.Marshal(s)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])[:16]
+}

@@ -1,0 +1,138 @@
+package gitrepo
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+)
+
+func TestBundleName(t *testing.T) {
+	for _, tc := range []struct{ repo, path, want string }{
+		{"web", ".", "web"},
+		{"web", "", "web"},
+		{"web", "apps/api", "web-apps-api"},
+		{"web", "./Apps/My_API/", "web-apps-my-api"},
+	} {
+		if got := BundleName(tc.repo, tc.path); got != tc.want {
+			t.Errorf("BundleName(%q, %q) = %q, want %q", tc.repo, tc.path, got, tc.want)
+		}
+	}
+	long := strings.Repeat("very-long-directory/", 5)
+	a, b := BundleName("web", long+"a"), BundleName("web", long+"b")
+	for _, n := range []string{a, b} {
+		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+			t.Errorf("%q is not a DNS label: %v", n, errs)
+		}
+	}
+	if a == b || a != BundleName("web", long+"a") {
+		t.Errorf("long names must be stable and distinct: %q, %q", a, b)
+	}
+}
+
+func testCheckout(files map[string]string) *checkout {
+	co := &checkout{commit: "c0ffee", files: map[string][]byte{}}
+	dirs := map[string]bool{".": true}
+	for f, content := range files {
+		co.files[f] = []byte(content)
+		for d := f; strings.Contains(d, "/"); {
+			d = d[:strings.LastIndex(d, "/")]
+			dirs[d] = true
+		}
+	}
+	for d := range dirs {
+		co.dirs = append(co.dirs, d)
+	}
+	slices.Sort(co.dirs)
+	return co
+}
+
+const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
+
+func TestRender(t *testing.T) {
+	co := testCheckout(map[string]string{
+		"apps/a/cm.yaml":         cm + "---\n" + cm + "---\n",
+		"apps/a/sub/cm.json":     `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y"}}`,
+		"apps/a/.hidden/cm.yaml": "not: a manifest",
+		"apps/b/drover.yaml":     "defaultNamespace: bee\ncorrectDrift: true\n",
+		"apps/b/x.yml":           cm,
+		"apps/c/drover.yaml":     "defaultNamespace: only-settings\n",
+		"top.yaml":               cm,
+	})
+	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"},
+		Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"apps/*"}, Targets: []fleetv1alpha1.BundleTarget{{ClusterName: "c"}}}}
+	out, err := render(co, gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range out {
+		got = append(got, r.name+":"+r.path)
+	}
+	if want := []string{"r-apps-a:apps/a", "r-apps-b:apps/b"}; !slices.Equal(got, want) {
+		t.Fatalf("bundles %v, want %v", got, want)
+	}
+	if n := len(out[0].spec.Resources); n != 3 {
+		t.Errorf("apps/a: %d resources, want 3 (two documents and the JSON file; the hidden directory skipped)", n)
+	}
+	if s := out[1].spec; s.DefaultNamespace != "bee" || !s.CorrectDrift || len(s.Targets) != 1 {
+		t.Errorf("apps/b spec %+v: want defaultNamespace bee, correctDrift, the GitRepo's targets", s)
+	}
+
+	// The root and a deeper path: files belong to the deepest matching path.
+	gr.Spec.Paths = []string{".", "apps/a"}
+	out, err = render(co, gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || out[0].name != "r" || len(out[0].spec.Resources) != 2 || out[1].name != "r-apps-a" {
+		t.Errorf("root + apps/a: %+v", out)
+	}
+}
+
+func TestRenderErrorsNameTheFile(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		parts []string
+	}{
+		{"bad YAML", map[string]string{"app/bad.yaml": "kind: [x\n"}, []string{"path app", "app/bad.yaml", "document 1"}},
+		{"no kind", map[string]string{"app/cm.yaml": cm + "---\napiVersion: v1\nmetadata: {name: y}\n"}, []string{"app/cm.yaml", "document 2", "kind"}},
+		{"unknown drover.yaml key", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "defaultNamespce: x\n"}, []string{"app/drover.yaml", `"defaultNamespce"`}},
+		{"invalid defaultNamespace", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "defaultNamespace: Not_A_Name\n"}, []string{"app/drover.yaml", "defaultNamespace", "Not_A_Name"}},
+		{"wrong type", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "correctDrift: [yes]\n"}, []string{"app/drover.yaml", "correctDrift"}},
+		{"Helm chart", map[string]string{"app/Chart.yaml": "name: x\n"}, []string{"app/Chart.yaml", "Helm"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"app"}}}
+			_, err := render(testCheckout(tc.files), gr)
+			var se *syncError
+			if !errors.As(err, &se) || se.reason != fleetv1alpha1.ReasonRenderFailed {
+				t.Fatalf("got %v, want a RenderFailed error", err)
+			}
+			for _, p := range tc.parts {
+				if !strings.Contains(err.Error(), p) {
+					t.Errorf("%q does not name %q", err, p)
+				}
+			}
+		})
+	}
+}
+
+func TestEndpointRefusesLocalRepositories(t *testing.T) {
+	for _, u := range []string{"file:///etc", "/var/lib/repo", "../repo"} {
+		if _, err := endpoint(u); err == nil {
+			t.Errorf("%s accepted: a GitRepo must not read drover's own file system", u)
+		}
+	}
+	for _, u := range []string{"https://example.com/r.git", "git@example.com:org/r.git", "ssh://git@example.com:2222/r.git"} {
+		if _, err := endpoint(u); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+}
