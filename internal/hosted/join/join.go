@@ -216,9 +216,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if p == nil {
 		return reconcile.Result{}, nil
 	}
-	ps := &pass{r: r, p: p, c: c, orig: c.DeepCopy()}
-	if ps.c.Status.Fleet == nil {
-		ps.c.Status.Fleet = &v1.FleetStatus{}
+	ps := &pass{r: r, p: p, c: c, orig: c.DeepCopy(), fleet: &v1.FleetStatus{}}
+	if c.Status.Fleet != nil {
+		ps.fleet = c.Status.Fleet.DeepCopy()
 	}
 	var (
 		res reconcile.Result
@@ -232,7 +232,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			res, err = ps.leave(ctx, "The cluster opted out of the fleet (spec.fleet.join: false)")
 		} else {
 			ps.set(v1.ConditionJoined, false, v1.ReasonJoinDisabled, "The cluster does not join the fleet: spec.fleet.join is false (or unset while drover server runs with --hosted-join=false).")
-			meta.RemoveStatusCondition(&ps.c.Status.Fleet.Conditions, v1.ConditionAgentReady)
+			meta.RemoveStatusCondition(&ps.fleet.Conditions, v1.ConditionAgentReady)
 		}
 	default:
 		res, err = ps.join(ctx)
@@ -246,10 +246,13 @@ type pass struct {
 	p    hosted.Provider
 	c    *v1.Cluster
 	orig *v1.Cluster
-	gone bool // the hosted Cluster's last finalizer was removed: nothing to write
+	// fleet is the status.fleet this pass writes (kept apart from c, which patches of the
+	// finalizer overwrite with what the server has).
+	fleet *v1.FleetStatus
+	gone  bool // the hosted Cluster's last finalizer was removed: nothing to write
 }
 
-func (ps *pass) st() *v1.FleetStatus { return ps.c.Status.Fleet }
+func (ps *pass) st() *v1.FleetStatus { return ps.fleet }
 
 func (ps *pass) set(typ string, ok bool, reason, msg string) {
 	s := metav1.ConditionFalse
@@ -272,7 +275,7 @@ func (ps *pass) finish(ctx context.Context) error {
 		return nil
 	}
 	before := ps.orig.Status.Fleet
-	after := ps.c.Status.Fleet
+	after := ps.fleet
 	if after != nil && after.ClusterName == "" && after.KubeconfigSecret == "" && after.CredentialsExpireTime == nil && len(after.Conditions) == 0 {
 		after = nil
 	}
@@ -715,9 +718,8 @@ func (ps *pass) leave(ctx context.Context, why string) (reconcile.Result, error)
 			return reconcile.Result{}, fmt.Errorf("delete kubeconfig Secret %s/%s: %w", c.Namespace, sec.Name, err)
 		}
 	}
-	ps.c.Status.Fleet = nil
+	ps.fleet = &v1.FleetStatus{}
 	if c.DeletionTimestamp.IsZero() {
-		ps.c.Status.Fleet = &v1.FleetStatus{}
 		ps.set(v1.ConditionJoined, false, v1.ReasonJoinDisabled, "The cluster left the fleet: spec.fleet.join is false (or unset while drover server runs with --hosted-join=false).")
 	}
 	before := c.DeepCopy()

@@ -1,0 +1,268 @@
+// Package integration tests the join of hosted clusters to the fleet end to end: drover's
+// controllers (hosted sync, join, registration, bundles) run against a management API server;
+// the EKS, AKS and GKE simulators serve clusters whose endpoint is a second, real
+// kube-apiserver (the downstream) that authenticates the providers' tokens through its token
+// webhook, answered by the simulators; the agent runs in-process against the downstream.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/droverhq/drover/internal/agent"
+	"github.com/droverhq/drover/internal/bundle"
+	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/internal/hosted/aks"
+	"github.com/droverhq/drover/internal/hosted/eks"
+	"github.com/droverhq/drover/internal/hosted/gke"
+	"github.com/droverhq/drover/internal/hosted/join"
+	"github.com/droverhq/drover/internal/registration"
+	"github.com/droverhq/drover/internal/registration/config"
+	"github.com/droverhq/drover/internal/server"
+	"github.com/droverhq/drover/pkg/cloudsim/simcore"
+	"github.com/droverhq/drover/test/envtest"
+)
+
+var (
+	mgmt, downstream *envtest.Cluster
+	// backend is the downstream as the simulators' clusters' API server.
+	backend = &simcore.Backend{Name: "downstream"}
+	// reviewers are the simulators the downstream's token webhook asks; tests register theirs.
+	reviewers = &reviewerSet{}
+	// joinClock is the join's clock: tests move it to make the kubeconfig token due.
+	joinClock = clocktesting.NewFakeClock(time.Now())
+	// events records the join's and the hosted reconciler's Events, to check no token is in one.
+	events = &recorder{}
+)
+
+// Test settings: the simulators finish operations in simDelay; drover re-reads clusters with
+// work in progress every pollInterval and retries a failed join every retryInterval.
+const (
+	simDelay      = 300 * time.Millisecond
+	pollInterval  = 300 * time.Millisecond
+	retryInterval = time.Second
+)
+
+type reviewerSet struct {
+	mu sync.Mutex
+	rs []simcore.TokenReviewer
+}
+
+func (s *reviewerSet) ReviewToken(b, token string) (simcore.ReviewedUser, bool, string) {
+	s.mu.Lock()
+	rs := slices.Clone(s.rs)
+	s.mu.Unlock()
+	for _, r := range rs {
+		if u, ok, why := r.ReviewToken(b, token); ok {
+			return u, ok, why
+		}
+	}
+	return simcore.ReviewedUser{}, false, ""
+}
+
+func register(t *testing.T, r simcore.TokenReviewer) {
+	reviewers.mu.Lock()
+	reviewers.rs = append(reviewers.rs, r)
+	reviewers.mu.Unlock()
+	t.Cleanup(func() {
+		reviewers.mu.Lock()
+		reviewers.rs = slices.DeleteFunc(reviewers.rs, func(x simcore.TokenReviewer) bool { return x == r })
+		reviewers.mu.Unlock()
+	})
+}
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard())
+	if os.Getenv("DROVER_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	webhook := httptest.NewServer(simcore.TokenReviewHandler(reviewers))
+	defer webhook.Close()
+	dir, err := os.MkdirTemp("", "drover-join-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	cfgFile := filepath.Join(dir, "webhook.kubeconfig")
+	if err := os.WriteFile(cfgFile, simcore.WebhookKubeconfig(webhook.URL+simcore.TokenReviewPath(backend.Name), nil), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	type result struct {
+		c   *envtest.Cluster
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := envtest.Start("downstream", envtest.Options{APIServerFlags: map[string]string{
+			"authentication-token-webhook-config-file": cfgFile,
+			"authentication-token-webhook-version":     "v1",
+			"authentication-token-webhook-cache-ttl":   "0s",
+		}})
+		ch <- result{c, err}
+	}()
+	mgmt, err = envtest.Start("management", envtest.Options{InstallCRDs: true})
+	r := <-ch
+	downstream = r.c
+	defer func() {
+		if mgmt != nil {
+			_ = mgmt.Stop()
+		}
+		if downstream != nil {
+			_ = downstream.Stop()
+		}
+	}()
+	if err != nil || r.err != nil {
+		fmt.Fprintln(os.Stderr, err, r.err)
+		return 1
+	}
+	backend.Endpoint = downstream.Config.Host
+	if !strings.Contains(backend.Endpoint, "://") {
+		backend.Endpoint = "https://" + backend.Endpoint
+	}
+	backend.CAPEM = downstream.Config.CAData
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := writeRegistrationConfig(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	done, err := startControllers(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	cancel()
+	<-done
+	return code
+}
+
+// writeRegistrationConfig publishes the management API server to agents.
+func writeRegistrationConfig(ctx context.Context) error {
+	if err := mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: config.DefaultNamespace}}); client.IgnoreAlreadyExists(err) != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: config.DefaultNamespace, Name: config.DefaultName},
+		Data: map[string]string{config.KeyAPIServerURL: mgmt.Config.Host, config.KeyAPIServerCA: string(mgmt.Config.CAData)}}
+	if err := mgmt.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// startControllers runs drover's controllers as drover server wires them: hosted sync and join
+// sharing their providers and limits, registration and bundles.
+func startControllers(ctx context.Context) (<-chan struct{}, error) {
+	cfg := rest.CopyConfig(mgmt.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: server.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return nil, err
+	}
+	providers := []hosted.Provider{eks.Provider{RetryMaxAttempts: 3}, aks.Provider{}, gke.Provider{OperationsMaxAge: -1}}
+	limits := &hosted.Limits{}
+	if err := (&hosted.Reconciler{
+		Client: mgr.GetClient(), Providers: providers, Recorder: events, Limits: limits,
+		PollInterval: pollInterval, RefreshInterval: time.Hour,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&join.Reconciler{
+		Client: mgr.GetClient(), Providers: providers, Recorder: events, Limits: limits, Clock: joinClock,
+		DefaultJoin: true, RetryInterval: retryInterval, AgentRemovalTimeout: time.Minute,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := registration.Setup(ctx, mgr, mgr.GetClient(), registration.Options{}); err != nil {
+		return nil, err
+	}
+	if err := bundle.Setup(mgr, bundle.Options{}); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "controllers stopped:", err)
+		}
+	}()
+	return done, nil
+}
+
+// startAgent runs the agent in a goroutine, with the downstream's admin config standing in for
+// the in-cluster config of the Deployment drover deployed (no kubelet runs it here).
+func startAgent(t *testing.T, ns string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = agent.Run(ctx, agent.Options{Config: downstream.Config, Namespace: ns, HeartbeatInterval: time.Second,
+			RetryMin: time.Second, RetryMax: 4 * time.Second, Identity: "test"})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+var eventually = envtest.Eventually
+
+// recorder keeps the Events drover sends.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) Eventf(regarding k8sruntime.Object, _ k8sruntime.Object, eventtype, reason, action, note string, args ...any) {
+	name := ""
+	if o, ok := regarding.(client.Object); ok {
+		name = o.GetName()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, fmt.Sprintf("%s %s %s %s", name, eventtype, reason, fmt.Sprintf(note, args...)))
+}
+
+// find returns the Events with reason about the object called name.
+func (r *recorder) find(reason, name string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		if strings.HasPrefix(e, name+" ") && strings.Contains(e, " "+reason+" ") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (r *recorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.events, "\n")
+}
