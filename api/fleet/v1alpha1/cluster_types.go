@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -51,6 +52,26 @@ type ClusterSpec struct {
 	// AgentResources are the agent container's resource requests and limits.
 	// +optional
 	AgentResources *corev1.ResourceRequirements `json:"agentResources,omitempty"`
+
+	// AgentRBAC is what the agent may do on its own cluster. Unset: every resource,
+	// cluster-wide, for clusters drover installs the agent on (kubeConfigSecret set); for
+	// agent-initiated clusters drover then leaves the agent's RBAC as it was installed (Helm
+	// chart values or drover agent install flags), so a narrowed installation stays narrow.
+	// +optional
+	AgentRBAC *AgentRBAC `json:"agentRBAC,omitempty"`
+}
+
+// AgentRBAC narrows the agent's rights on its own cluster.
+type AgentRBAC struct {
+	// Rules of the agent's ClusterRole (default: every verb on every resource).
+	// +optional
+	Rules []rbacv1.PolicyRule `json:"rules,omitempty"`
+	// Namespaces, when set, grant Rules only in these existing namespaces (RoleBindings instead
+	// of a ClusterRoleBinding): Bundles with cluster-scoped objects or other namespaces then fail
+	// with Forbidden.
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // AgentStatus is what the agent reports.

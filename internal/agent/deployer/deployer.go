@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent/manifests"
 )
 
 // FieldManager is the agent's server-side apply field manager downstream.
@@ -195,6 +196,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		for _, o := range old {
 			if want[keyOf(o)] {
+				continue
+			}
+			if own, err := r.agentInstallation(ctx, o); err != nil || own {
+				if own {
+					// A Bundle that once carried part of the agent's installation (its RBAC, say)
+					// and no longer does leaves it as installed: pruning it would cut the agent off.
+					log.Info("Not pruning the agent's own installation", "kind", o.Kind, "namespace", o.Namespace, "name", o.Name)
+				}
+				failed = errors.Join(failed, err)
 				continue
 			}
 			log.Info("Pruning resource dropped by the new deployment", "kind", o.Kind, "namespace", o.Namespace, "name", o.Name)
@@ -541,6 +551,23 @@ func short(v any) string {
 		s = s[:77] + "..."
 	}
 	return s
+}
+
+// agentInstallation says whether the live object s names belongs to the agent's own
+// installation (labelled as internal/agent/manifests and the agent chart label it).
+func (r *Reconciler) agentInstallation(ctx context.Context, s fleetv1alpha1.ResourceState) (bool, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(s.APIVersion)
+	u.SetKind(s.Kind)
+	err := r.Downstream.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, u)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read %s %s/%s before pruning it: %w", s.Kind, s.Namespace, s.Name, err)
+	}
+	l := u.GetLabels()
+	return l["app.kubernetes.io/name"] == manifests.Name && l[fleetv1alpha1.ManagedLabel] == "true", nil
 }
 
 func (r *Reconciler) deleteResource(ctx context.Context, s fleetv1alpha1.ResourceState) error {

@@ -5,6 +5,7 @@ package manifests
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -94,6 +95,9 @@ func ForCluster(c *fleetv1alpha1.Cluster) Options {
 		Env: c.Spec.AgentEnv, Tolerations: c.Spec.AgentTolerations}
 	if c.Spec.AgentResources != nil {
 		o.Resources = c.Spec.AgentResources.DeepCopy()
+	}
+	if r := c.Spec.AgentRBAC; r != nil {
+		o.RBAC = RBAC{Rules: slices.Clone(r.Rules), Namespaces: slices.Clone(r.Namespaces)}
 	}
 	return o
 }

@@ -114,7 +114,11 @@ func AgentNamespace(c *fleetv1alpha1.Cluster) string {
 }
 
 // Resources are the manifests of c's agent Bundle; defaultImage is used when c sets no image.
+// An agent-initiated cluster without spec.agentRBAC keeps the RBAC it was installed with
+// (the Helm chart's rbac values may have narrowed it): the Bundle then carries no RBAC
+// objects, so it never widens the agent's rights.
 func Resources(c *fleetv1alpha1.Cluster, defaultImage string) ([]runtime.RawExtension, error) {
+	keepInstalledRBAC := c.Spec.KubeConfigSecret == "" && c.Spec.AgentRBAC == nil
 	o := manifests.ForCluster(c)
 	o.Namespace = AgentNamespace(c)
 	if o.Image == "" {
@@ -129,6 +133,10 @@ func Resources(c *fleetv1alpha1.Cluster, defaultImage string) ([]runtime.RawExte
 		switch u.GetKind() {
 		case "Secret", "ConfigMap":
 			continue
+		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			if keepInstalledRBAC {
+				continue
+			}
 		case "Deployment":
 			unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "annotations")
 		}

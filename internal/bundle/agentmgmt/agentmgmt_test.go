@@ -2,83 +2,152 @@ package agentmgmt
 
 import (
 	"encoding/json"
-	"reflect"
+	"slices"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/manifests"
 )
 
-// TestResourcesAgreeWithImporter: the agent Bundle is the importer's installation minus the
-// installation-only parts, field for field; the Cluster's settings reach the pod template.
-func TestResourcesAgreeWithImporter(t *testing.T) {
-	for _, tc := range []struct {
+// TestResources checks the agent Bundle's contract, property by property, rather than
+// rebuilding it: it never carries the bootstrap credential or the agent's ConfigMap (the
+// importer owns them), its pod template is the importer's own (so adopting an unchanged agent
+// restarts nothing: TestAgentManagement in internal/bundle/integration shows it on a real
+// cluster), the Cluster's settings reach the pod, and it never widens the RBAC an
+// agent-initiated cluster was installed with.
+func TestResources(t *testing.T) {
+	narrow := &fleetv1alpha1.AgentRBAC{
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}},
+		Namespaces: []string{"team-a", "team-b"},
+	}
+	tests := []struct {
 		name string
 		spec fleetv1alpha1.ClusterSpec
+		// wantRBAC: the kinds of RBAC objects the Bundle carries (nil: none).
+		wantRBAC []string
+		// wide: the agent's ClusterRole allows every verb on every resource (in namespaced
+		// mode a second ClusterRole only reads kube-system's Namespace).
+		wide bool
 	}{
-		{"defaults", fleetv1alpha1.ClusterSpec{}},
-		{"settings", fleetv1alpha1.ClusterSpec{AgentNamespace: "agents", AgentImage: "example.com/drover:1",
-			AgentEnv:         []corev1.EnvVar{{Name: "A", Value: "1"}},
+		{name: "manager-initiated, defaults", spec: fleetv1alpha1.ClusterSpec{KubeConfigSecret: "kc"},
+			wantRBAC: []string{"ClusterRole", "ClusterRoleBinding"}, wide: true},
+		{name: "manager-initiated, settings", spec: fleetv1alpha1.ClusterSpec{KubeConfigSecret: "kc", AgentNamespace: "agents",
+			AgentImage: "example.com/drover:1", AgentEnv: []corev1.EnvVar{{Name: "A", Value: "1"}},
 			AgentTolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
-			AgentResources:   &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := &fleetv1alpha1.Cluster{Spec: tc.spec}
-			got, err := Resources(c, manifests.DefaultImage())
+			AgentResources:   &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}},
+			wantRBAC: []string{"ClusterRole", "ClusterRoleBinding"}, wide: true},
+		{name: "manager-initiated, namespaced agentRBAC", spec: fleetv1alpha1.ClusterSpec{KubeConfigSecret: "kc", AgentRBAC: narrow},
+			wantRBAC: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "RoleBinding", "RoleBinding"}},
+		{name: "agent-initiated keeps its installed RBAC", spec: fleetv1alpha1.ClusterSpec{}},
+		{name: "agent-initiated with agentRBAC", spec: fleetv1alpha1.ClusterSpec{AgentRBAC: narrow},
+			wantRBAC: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "RoleBinding", "RoleBinding"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &fleetv1alpha1.Cluster{Spec: tt.spec}
+			raws, err := Resources(c, "registry.example/drover:v9")
 			if err != nil {
 				t.Fatal(err)
 			}
-			// As the importer builds them (bootstrap secret, config hash included).
+			objs := decode(t, raws)
+			var rbacKinds []string
+			var dep *appsv1.Deployment
+			for _, u := range objs {
+				switch k := u.GetKind(); k {
+				case "Secret", "ConfigMap":
+					t.Errorf("the Bundle carries %s %s: the importer owns it", k, u.GetName())
+				case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+					rbacKinds = append(rbacKinds, k)
+					if k == "ClusterRole" && u.GetName() == "drover-agent-"+AgentNamespace(c) {
+						rules, _, _ := unstructured.NestedSlice(u.Object, "rules")
+						b, _ := json.Marshal(rules)
+						isWide := string(b) == `[{"apiGroups":["*"],"resources":["*"],"verbs":["*"]}]`
+						if isWide != tt.wide {
+							t.Errorf("ClusterRole rules %s, want every resource: %v", b, tt.wide)
+						}
+					}
+				case "Deployment":
+					dep = &appsv1.Deployment{}
+					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, dep); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			slices.Sort(rbacKinds)
+			if !slices.Equal(rbacKinds, tt.wantRBAC) {
+				t.Errorf("RBAC objects %v, want %v", rbacKinds, tt.wantRBAC)
+			}
+			if dep == nil {
+				t.Fatal("no Deployment")
+			}
+			if len(dep.Spec.Template.Annotations) != 0 {
+				t.Errorf("pod template annotations %v: the config hash belongs to the importer (it would restart the agent)", dep.Spec.Template.Annotations)
+			}
+			// The importer's pod spec for the same Cluster, bootstrap secret and all.
 			o := manifests.ForCluster(c)
-			o.Namespace, o.Bootstrap, o.ConfigHash = AgentNamespace(c), map[string][]byte{"k": nil}, "hash"
+			o.Namespace, o.Bootstrap, o.ConfigHash = AgentNamespace(c), map[string][]byte{"token": []byte("x")}, "h"
+			if o.Image == "" {
+				o.Image = "registry.example/drover:v9"
+			}
 			imported, err := manifests.Objects(o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var want []map[string]any
 			for _, u := range imported {
-				switch u.GetKind() {
-				case "Secret", "ConfigMap":
+				if u.GetKind() != "Deployment" {
 					continue
-				case "Deployment":
-					unstructured.RemoveNestedField(u.Object, "spec", "template", "metadata", "annotations")
 				}
-				want = append(want, u.Object)
-			}
-			var have []map[string]any
-			for _, r := range got {
-				m := map[string]any{}
-				if err := json.Unmarshal(r.Raw, &m); err != nil {
+				want := &appsv1.Deployment{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, want); err != nil {
 					t.Fatal(err)
 				}
-				have = append(have, m)
-			}
-			wb, _ := json.Marshal(want)
-			hb, _ := json.Marshal(have)
-			if string(wb) != string(hb) {
-				t.Fatalf("agent bundle differs from the importer's installation:\n%s\n%s", hb, wb)
-			}
-			var dep map[string]any
-			for _, m := range have {
-				if m["kind"] == "Deployment" {
-					dep = m
+				if !equality.Semantic.DeepEqual(dep.Spec.Template.Spec, want.Spec.Template.Spec) {
+					t.Errorf("pod spec differs from the importer's:\n%+v\n%+v", dep.Spec.Template.Spec, want.Spec.Template.Spec)
 				}
 			}
-			pod, _, _ := unstructured.NestedMap(dep, "spec", "template", "spec")
-			ctr := pod["containers"].([]any)[0].(map[string]any)
-			if tc.spec.AgentImage != "" && ctr["image"] != tc.spec.AgentImage {
-				t.Errorf("image %v", ctr["image"])
+			ctr := dep.Spec.Template.Spec.Containers[0]
+			wantImage := tt.spec.AgentImage
+			if wantImage == "" {
+				wantImage = "registry.example/drover:v9"
 			}
-			if tc.spec.AgentTolerations != nil && !reflect.DeepEqual(len(pod["tolerations"].([]any)), 1) {
-				t.Errorf("tolerations %v", pod["tolerations"])
+			if ctr.Image != wantImage {
+				t.Errorf("image %s, want %s", ctr.Image, wantImage)
 			}
-			if tc.spec.AgentEnv != nil && len(ctr["env"].([]any)) != 2 {
-				t.Errorf("env %v", ctr["env"])
+			if dep.Namespace != AgentNamespace(c) {
+				t.Errorf("namespace %s, want %s", dep.Namespace, AgentNamespace(c))
+			}
+			if len(tt.spec.AgentTolerations) > 0 && !equality.Semantic.DeepEqual(dep.Spec.Template.Spec.Tolerations, tt.spec.AgentTolerations) {
+				t.Errorf("tolerations %v", dep.Spec.Template.Spec.Tolerations)
+			}
+			for _, e := range tt.spec.AgentEnv {
+				if !slices.Contains(ctr.Env, e) {
+					t.Errorf("env %v lacks %v", ctr.Env, e)
+				}
+			}
+			if r := tt.spec.AgentResources; r != nil && !equality.Semantic.DeepEqual(ctr.Resources.Requests, r.Requests) {
+				t.Errorf("resources %v", ctr.Resources)
 			}
 		})
 	}
+}
+
+func decode(t *testing.T, raws []runtime.RawExtension) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, r := range raws {
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(r.Raw, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, u)
+	}
+	return out
 }

@@ -65,10 +65,14 @@ func TestAgentInitiatedRegistrationDeploysAndPrunes(t *testing.T) {
 		return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": name}}
 	}
+	// Labelled as part of the agent's own installation: dropping it from a Bundle (as the
+	// agent-management Bundle drops the RBAC of an agent-initiated cluster) must not prune it.
+	own := cm("own")
+	own.Labels = map[string]string{"app.kubernetes.io/name": manifests.Name, fleetv1alpha1.ManagedLabel: "true"}
 	bd := &fleetv1alpha1.BundleDeployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: "app"},
 		Spec: fleetv1alpha1.BundleDeploymentSpec{DeploymentID: "v1", Options: fleetv1alpha1.BundleDeploymentOptions{DefaultNamespace: target},
-			Manifests: rawManifests(t, cm("keep"), cm("drop"))},
+			Manifests: rawManifests(t, cm("keep"), cm("drop"), own)},
 	}
 	if err := mgmt.Client.Create(ctx, bd); err != nil {
 		t.Fatal(err)
@@ -85,7 +89,7 @@ func TestAgentInitiatedRegistrationDeploysAndPrunes(t *testing.T) {
 		})
 	}
 	waitApplied("v1")
-	for _, n := range []string{"keep", "drop"} {
+	for _, n := range []string{"keep", "drop", "own"} {
 		got := &corev1.ConfigMap{}
 		if err := downstream.Client.Get(ctx, client.ObjectKey{Namespace: target, Name: n}, got); err != nil {
 			t.Fatalf("configmap %s not applied downstream: %v", n, err)
@@ -94,8 +98,8 @@ func TestAgentInitiatedRegistrationDeploysAndPrunes(t *testing.T) {
 			t.Errorf("configmap %s field manager %q, want drover-agent", n, got.ManagedFields[0].Manager)
 		}
 	}
-	if len(bd.Status.Resources) != 2 {
-		t.Errorf("status resources %+v, want 2", bd.Status.Resources)
+	if len(bd.Status.Resources) != 3 {
+		t.Errorf("status resources %+v, want 3", bd.Status.Resources)
 	}
 
 	// A patch, not an update: the agent writes the status concurrently.
@@ -112,8 +116,10 @@ func TestAgentInitiatedRegistrationDeploysAndPrunes(t *testing.T) {
 		}
 		return fmt.Errorf("dropped configmap not pruned: %w", err)
 	})
-	if err := downstream.Client.Get(ctx, client.ObjectKey{Namespace: target, Name: "keep"}, &corev1.ConfigMap{}); err != nil {
-		t.Errorf("kept configmap: %v", err)
+	for _, n := range []string{"keep", "own"} {
+		if err := downstream.Client.Get(ctx, client.ObjectKey{Namespace: target, Name: n}, &corev1.ConfigMap{}); err != nil {
+			t.Errorf("configmap %s: %v", n, err)
+		}
 	}
 }
 
