@@ -16,11 +16,10 @@ import (
 	"github.com/droverhq/drover/internal/agent/register"
 )
 
-func newAgentCommand(k *kubeOptions) *cobra.Command {
+func newAgentCommand(k *kubeOptions, logs *logOptions) *cobra.Command {
 	var (
 		opts       agent.Options
 		downstream string
-		verbose    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -31,7 +30,6 @@ func newAgentCommand(k *kubeOptions) *cobra.Command {
   drover agent --downstream-kubeconfig downstream.kubeconfig --namespace drover-agent`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			setupLogging(verbose)
 			if downstream == "" && *k.flags.KubeConfig != "" {
 				// Before --downstream-kubeconfig, the agent's --kubeconfig named its own cluster.
 				ctrl.Log.Info("drover agent --kubeconfig is deprecated: use --downstream-kubeconfig")
@@ -53,7 +51,7 @@ func newAgentCommand(k *kubeOptions) *cobra.Command {
 	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 0, "check-in interval (default 1m)")
 	f.DurationVar(&opts.DriftInterval, "drift-interval", 0, "how often applied resources are checked for drift (default 30s)")
 	f.DurationVar(&opts.RenewalTokenTTL, "renewal-token-ttl", 0, "lifetime asked for when renewing the renewal identity's token: how long the agent may be offline and still re-register on its own (default 720h)")
-	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	logs.addZapFlags(cmd)
 	cmd.AddCommand(newAgentInstallCommand(k))
 	return cmd
 }

@@ -56,9 +56,6 @@ func (o *output) validate() error {
 	return usageErrorf("-o %s: unknown output format (use %s)", o.format, outputFormats)
 }
 
-// human: no -o; the command prints its own view (a table for lists, details for get).
-func (o *output) human() bool { return o.format == "" }
-
 // column is one table column; wide columns show only with -o wide.
 type column[T any] struct {
 	name string
@@ -75,14 +72,14 @@ func printList[T client.Object](out, errOut io.Writer, o *output, items []T, col
 		}
 		return items[i].GetName() < items[j].GetName()
 	})
-	switch {
-	case o.format == "" || o.format == "table" || o.format == "wide":
+	switch o.format {
+	case "", "table", "wide":
 		if len(items) == 0 {
 			fmt.Fprintf(errOut, "No %s.\n", what)
 			return nil
 		}
 		return printTable(out, o.format == "wide", items, cols, withNamespace)
-	case o.format == "name":
+	case "name":
 		for _, it := range items {
 			if err := printObject(out, o, it); err != nil {
 				return err

@@ -23,6 +23,11 @@ func NewRootCommand() *cobra.Command {
 }
 
 func newRoot() (*cobra.Command, *kubeOptions) {
+	root, k, _ := newRootWithLogs()
+	return root, k
+}
+
+func newRootWithLogs() (*cobra.Command, *kubeOptions, *logOptions) {
 	root := &cobra.Command{
 		Use:           "drover",
 		Short:         "drover: a Kubernetes-native control plane for fleets of clusters",
@@ -31,12 +36,15 @@ func newRoot() (*cobra.Command, *kubeOptions) {
 	}
 	k := newKubeOptions()
 	k.addFlags(root)
-	root.AddCommand(newServerCommand(k), newVersionCommand(), newClusterCommand(k), newCloudsimCommand())
-	root.AddCommand(newAgentCommand(k), newMigrateCommand(k))
+	logs := &logOptions{}
+	logs.addFlags(root)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return logs.setup(cmd) }
+	root.AddCommand(newServerCommand(k, logs), newVersionCommand(), newClusterCommand(k), newCloudsimCommand())
+	root.AddCommand(newAgentCommand(k, logs), newMigrateCommand(k))
 	root.AddCommand(newBundleCommand(k), newFleetCommand(k), newTokenCommand(k))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
 	usageCodes(root)
-	return root, k
+	return root, k, logs
 }
 
 // usageCodes makes argument errors exit with ExitUsage, and gives command groups (cluster,

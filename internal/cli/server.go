@@ -8,19 +8,16 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/droverhq/drover/internal/server"
 )
 
-func newServerCommand(k *kubeOptions) *cobra.Command {
+func newServerCommand(k *kubeOptions, logs *logOptions) *cobra.Command {
 	opts := server.Options{}
-	var verbose, installCRDs, embedded bool
+	var installCRDs, embedded bool
 	var caFile string
 	var hostedOpts hostedOptions
 	home, _ := os.UserHomeDir()
@@ -46,7 +43,6 @@ drover chooses the cluster explicitly and says which on its first line of output
   drover server --kubeconfig ~/.kube/config --context prod-mgmt --leader-elect=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			setupLogging(verbose)
 			mode, err := chooseServerCluster(cmd, k, embedded)
 			if err != nil {
 				return err
@@ -88,18 +84,9 @@ drover chooses the cluster explicitly and says which on its first line of output
 	f.BoolVar(&installCRDs, "install-crds", true, "apply drover's CRDs at start (false: Helm or GitOps owns them)")
 	f.StringVar(&opts.APIServerURL, "api-server-url", "", "management API URL that agents of registered clusters connect to, written to the registration ConfigMap (default with the embedded control plane: its own URL)")
 	f.StringVar(&caFile, "api-server-ca", "", "file with the PEM CA bundle agents use to verify --api-server-url (default with the embedded control plane: its own CA)")
-	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	logs.addZapFlags(cmd)
 	hostedOpts.addFlags(f)
 	return cmd
-}
-
-func setupLogging(verbose bool) {
-	level := zapcore.InfoLevel
-	if verbose {
-		level = zapcore.DebugLevel
-	}
-	l := zap.New(zap.Level(level))
-	ctrl.SetLogger(l)
 }
 
 // serverCluster is what `drover server` runs against: target, or the embedded control plane

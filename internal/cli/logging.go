@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"flag"
+	"io"
+	"os"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// logOptions: human output goes to stdout, structured logs to stderr, in --log-format at -v.
+// drover server and drover agent also take controller-runtime's --zap-* flags, which win.
+type logOptions struct {
+	format  string
+	v       int
+	zap     zap.Options
+	verbose bool // deprecated --verbose of server and agent: -v=1
+}
+
+func (l *logOptions) addFlags(root *cobra.Command) {
+	f := root.PersistentFlags()
+	f.StringVar(&l.format, "log-format", "text", "log format on stderr: text or json")
+	f.IntVarP(&l.v, "v", "v", 0, "log verbosity: 0 info, 1 debug, higher more detail (-v alone: 1; -v=N)")
+	f.Lookup("v").NoOptDefVal = "1"
+}
+
+// addZapFlags binds controller-runtime's zap flags (--zap-log-level, --zap-encoder,
+// --zap-devel, --zap-stacktrace-level, --zap-time-encoding) on a long-running command.
+func (l *logOptions) addZapFlags(cmd *cobra.Command) {
+	fs := flag.NewFlagSet(cmd.Name(), flag.ContinueOnError)
+	l.zap.BindFlags(fs)
+	cmd.Flags().AddGoFlagSet(fs)
+	cmd.Flags().BoolVar(&l.verbose, "verbose", false, "debug logging")
+	_ = cmd.Flags().MarkDeprecated("verbose", "use -v")
+}
+
+// logger builds the logger for cmd, writing to w.
+func (l *logOptions) logger(cmd *cobra.Command, w io.Writer) (logr.Logger, error) {
+	opts := l.zap
+	changed := func(name string) bool { f := cmd.Flags().Lookup(name); return f != nil && f.Changed }
+	if !changed("zap-encoder") {
+		switch l.format {
+		case "json":
+			opts.NewEncoder = nil
+			zap.JSONEncoder()(&opts)
+		case "text":
+			zap.ConsoleEncoder()(&opts)
+		default:
+			return logr.Logger{}, usageErrorf("--log-format %s: use text or json", l.format)
+		}
+	}
+	if !changed("zap-log-level") {
+		v := l.v
+		if l.verbose && v < 1 {
+			v = 1
+		}
+		opts.Level = zapcore.Level(-v)
+	}
+	opts.DestWriter = w
+	return zap.New(zap.UseFlagOptions(&opts)), nil
+}
+
+// setup installs the logger of cmd as controller-runtime's (and so the one ctrl.LoggerFrom
+// returns) on stderr.
+func (l *logOptions) setup(cmd *cobra.Command) error {
+	log, err := l.logger(cmd, os.Stderr)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(log)
+	return nil
+}
