@@ -73,6 +73,7 @@ func TestKubeconfigResolution(t *testing.T) {
 		home     []string // contexts of ~/.kube/config (none: absent)
 		flagFile []string // contexts of the --kubeconfig file (none: not passed)
 		pod      string   // pod namespace (empty: not in a pod)
+		noToken  bool     // the pod has no service account token mounted
 		args     []string
 		host     string
 		ns       string
@@ -91,6 +92,7 @@ func TestKubeconfigResolution(t *testing.T) {
 		{name: "in cluster", pod: "drover-system", host: "https://10.96.0.1:443", ns: "drover-system", source: inClusterSource, explicit: true},
 		{name: "in cluster with -n", pod: "drover-system", args: []string{"-n", "x"}, host: "https://10.96.0.1:443", ns: "x", source: inClusterSource, explicit: true},
 		{name: "home file wins over pod", home: []string{"home"}, pod: "drover-system", host: "https://home.example:6443", source: "home-config"},
+		{name: "in cluster without a token", pod: "drover-system", noToken: true, err: "in a pod (KUBERNETES_SERVICE_HOST is set) but no service account token"},
 		{name: "nothing", err: "no kubeconfig: pass --kubeconfig, set $KUBECONFIG"},
 		{name: "context without kubeconfig", pod: "p", args: []string{"--context", "c"}, err: "--context c: no kubeconfig"},
 		{name: "missing --kubeconfig file", args: []string{"--kubeconfig", "/nonexistent/kc"}, err: "--kubeconfig /nonexistent/kc: file not found"},
@@ -111,6 +113,11 @@ func TestKubeconfigResolution(t *testing.T) {
 			}
 			if tt.pod != "" {
 				fakePod(t, saDir, tt.pod)
+				if tt.noToken {
+					if err := os.Remove(filepath.Join(saDir, "token")); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 			root, k := newRoot()
 			if err := root.PersistentFlags().Parse(args); err != nil {
@@ -129,8 +136,9 @@ func TestKubeconfigResolution(t *testing.T) {
 			if got.Config.Host != tt.host || got.Namespace != tt.ns || !strings.Contains(got.Source, tt.source) || got.Explicit != tt.explicit {
 				t.Errorf("got host %s ns %q source %q explicit %v; want %s %q %q %v", got.Config.Host, got.Namespace, got.Source, got.Explicit, tt.host, tt.ns, tt.source, tt.explicit)
 			}
-			if tt.pod != "" && got.Source == inClusterSource && got.Config.BearerTokenFile != filepath.Join(saDir, "token") {
-				t.Errorf("in-cluster token file %s, want the service account's", got.Config.BearerTokenFile)
+			if tt.pod != "" && got.Source == inClusterSource &&
+				(got.Config.BearerTokenFile != filepath.Join(saDir, "token") || got.Config.CAFile != filepath.Join(saDir, "ca.crt")) {
+				t.Errorf("in-cluster token file %s, CA %s; want the service account's", got.Config.BearerTokenFile, got.Config.CAFile)
 			}
 		})
 	}
