@@ -54,3 +54,23 @@ func TestVersionCommand(t *testing.T) {
 		t.Errorf("-o xml: %v, want a usage error", err)
 	}
 }
+
+// TestVersionGolden: `drover version` in each of its output formats (text, json, yaml), with
+// the build's values replaced by placeholders.
+func TestVersionGolden(t *testing.T) {
+	t.Parallel()
+	info := buildInfo()
+	placeholders := strings.NewReplacer(info.Version, "VERSION", info.GitCommit, "COMMIT", info.GoVersion, "GO",
+		info.Platform, "PLATFORM", info.KubernetesVersion, "KUBERNETES")
+	for _, f := range []string{"", "json", "yaml"} {
+		name, args := "version", []string{}
+		if f != "" {
+			name, args = name+"-"+f, []string{"-o", f}
+		}
+		out, err := runVersion(t, args...)
+		if err != nil {
+			t.Fatalf("version %v: %v", args, err)
+		}
+		golden(t, name, placeholders.Replace(out))
+	}
+}
