@@ -246,14 +246,20 @@ func (o *migrateOptions) applyCtx(ctx context.Context, out io.Writer) error {
 	if err := eng.Init(ctx, o.spec()); err != nil {
 		return err
 	}
+	st, err := eng.Store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	progress := newStepProgress(out, st.Status.Steps)
+	report := eng.Report
+	eng.Report = func(s migrationv1alpha1.StepStatus) { report(s); progress.report(s) }
 	if err := eng.Run(ctx); err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
 		return withCode(ExitNotReady, err)
 	}
-	st, err := eng.Store.Load(ctx)
-	if err != nil {
+	if st, err = eng.Store.Load(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "Migration %s\n", st.Status.Phase)
@@ -375,4 +381,55 @@ var migrationColumns = []column[*migrationv1alpha1.CloudProviderMigration]{
 		return fmt.Sprintf("%d/%d", m.Status.CurrentStep, len(m.Status.Steps))
 	}},
 	{name: "VERSION", wide: true, cell: func(m *migrationv1alpha1.CloudProviderMigration) string { return orDash(m.Spec.KubernetesVersion) }},
+}
+
+// stepProgress draws a progress bar of the migration's steps while apply runs: once at the
+// start and again whenever a step finishes (succeeds or is skipped).
+type stepProgress struct {
+	out    io.Writer
+	phases []migrationv1alpha1.StepPhase
+	done   int
+}
+
+func newStepProgress(out io.Writer, steps []migrationv1alpha1.StepStatus) *stepProgress {
+	p := &stepProgress{out: out, phases: make([]migrationv1alpha1.StepPhase, len(steps))}
+	for i, s := range steps {
+		p.phases[i] = s.Phase
+	}
+	p.done = p.count()
+	p.draw()
+	return p
+}
+
+func (p *stepProgress) count() int {
+	n := 0
+	for _, ph := range p.phases {
+		if ph == migrationv1alpha1.StepSucceeded || ph == migrationv1alpha1.StepSkipped {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *stepProgress) report(s migrationv1alpha1.StepStatus) {
+	if i := int(s.Index); i >= 0 && i < len(p.phases) {
+		p.phases[i] = s.Phase
+	}
+	if n := p.count(); n != p.done {
+		p.done = n
+		p.draw()
+	}
+}
+
+func (p *stepProgress) draw() {
+	fmt.Fprintf(p.out, "%s %d/%d steps done\n", progressBar(p.done, len(p.phases), 30), p.done, len(p.phases))
+}
+
+// progressBar is "[#####.........]": done of total in width characters.
+func progressBar(done, total, width int) string {
+	n := width
+	if total > 0 {
+		n = done * width / total
+	}
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
 }
