@@ -105,7 +105,7 @@ func rejected(t *testing.T, what string, token []byte) {
 		if apierrors.IsUnauthorized(err) {
 			return nil
 		}
-		return fmt.Errorf("%s: got %v, want Unauthorized", what, err)
+		return fmt.Errorf("%s: got %w, want Unauthorized", what, err)
 	})
 }
 
@@ -366,11 +366,11 @@ func TestOldAgentRoleUpdated(t *testing.T) {
 	eventually(t, 20*time.Second, func() error {
 		for _, list := range []client.ObjectList{&corev1.SecretList{}, &corev1.ConfigMapList{}} {
 			if err := req.List(ctx, list, client.InNamespace(clusterNS)); !apierrors.IsForbidden(err) {
-				return fmt.Errorf("request identity lists %T: got %v, want Forbidden", list, err)
+				return fmt.Errorf("request identity lists %T: got %w, want Forbidden", list, err)
 			}
 		}
 		if err := watchSecrets(t, cred[fleetv1alpha1.KeyToken], clusterNS); !apierrors.IsForbidden(err) {
-			return fmt.Errorf("request identity watches Secrets: got %v, want Forbidden", err)
+			return fmt.Errorf("request identity watches Secrets: got %w, want Forbidden", err)
 		}
 		return nil
 	})
