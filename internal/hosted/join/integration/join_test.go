@@ -338,3 +338,95 @@ func TestEndpointPrivate(t *testing.T) {
 		t.Errorf("fleet Cluster for a private cluster: %v, want NotFound", err)
 	}
 }
+
+// TestOptOutAndLabels: spec.fleet.join: false keeps an active cluster out of the fleet; opting
+// in joins it; the fleet Cluster's labels follow the hosted Cluster's (added, changed, removed);
+// opting out again makes it leave (fleet Cluster, agent and Secret removed, finalizer gone)
+// while the hosted cluster itself is untouched.
+func TestOptOutAndLabels(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w := newWorld(t, "eks")
+	name := "optout-" + suffix()
+	agentNS := "agent-" + name
+	c := w.hostedCluster(name)
+	c.Spec.Fleet = &v1.FleetJoin{Join: ptr.To(false), AgentNamespace: agentNS}
+	if err := mgmt.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, func() error {
+		h := getHosted(t, w.ns, name)
+		if j := fleetCond(h, v1.ConditionJoined); h.Status.Phase != v1.PhaseActive || j == nil || j.Reason != v1.ReasonJoinDisabled {
+			return fmt.Errorf("phase %s, Joined %+v", h.Status.Phase, j)
+		}
+		return nil
+	})
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &fleetv1.Cluster{}); !isGone(err) {
+		t.Errorf("fleet Cluster of an opted-out cluster: %v, want NotFound", err)
+	}
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: join.SecretName(name)}, &corev1.Secret{}); !isGone(err) {
+		t.Errorf("kubeconfig Secret of an opted-out cluster: %v, want NotFound", err)
+	}
+
+	update := func(f func(h *v1.Cluster)) {
+		t.Helper()
+		h := getHosted(t, w.ns, name)
+		patch := client.MergeFromWithOptions(h.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		f(h)
+		if err := mgmt.Client.Patch(ctx, h, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fleetLabels := func(want map[string]string, absent ...string) {
+		t.Helper()
+		eventually(t, 30*time.Second, func() error {
+			fc := &fleetv1.Cluster{}
+			if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, fc); err != nil {
+				return err
+			}
+			for k, v := range want {
+				if fc.Labels[k] != v {
+					return fmt.Errorf("fleet Cluster labels %v, want %s=%s", fc.Labels, k, v)
+				}
+			}
+			for _, k := range absent {
+				if _, ok := fc.Labels[k]; ok {
+					return fmt.Errorf("fleet Cluster labels %v still have %s", fc.Labels, k)
+				}
+			}
+			return nil
+		})
+	}
+
+	update(func(h *v1.Cluster) { h.Spec.Fleet.Join = ptr.To(true) })
+	waitJoinedReason(t, w.ns, name, v1.ReasonJoined, 30*time.Second)
+	fleetLabels(map[string]string{"team": "platform", join.LabelProvider: "eks"})
+	update(func(h *v1.Cluster) { h.Labels["team"], h.Labels["tier"] = "apps", "gold" })
+	fleetLabels(map[string]string{"team": "apps", "tier": "gold", join.LabelProvider: "eks"})
+	update(func(h *v1.Cluster) { delete(h.Labels, "tier") })
+	fleetLabels(map[string]string{"team": "apps", join.LabelProvider: "eks"}, "tier")
+	eventually(t, 60*time.Second, func() error {
+		_, err := agentDeployment(ctx, agentNS)
+		return err
+	})
+
+	update(func(h *v1.Cluster) { h.Spec.Fleet.Join = ptr.To(false) })
+	h := waitJoinedReason(t, w.ns, name, v1.ReasonJoinDisabled, 30*time.Second)
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &fleetv1.Cluster{}); !isGone(err) {
+		t.Errorf("fleet Cluster after opting out: %v, want NotFound", err)
+	}
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: join.SecretName(name)}, &corev1.Secret{}); !isGone(err) {
+		t.Errorf("kubeconfig Secret after opting out: %v, want NotFound", err)
+	}
+	if _, err := agentDeployment(ctx, agentNS); !isGone(err) {
+		t.Errorf("agent Deployment after opting out: %v, want NotFound", err)
+	}
+	for _, f := range h.Finalizers {
+		if f == join.Finalizer {
+			t.Errorf("the join's finalizer stays after opting out: %v", h.Finalizers)
+		}
+	}
+	if h.Status.Phase != v1.PhaseActive || !w.cloudClusterExists(name) {
+		t.Errorf("opting out touched the cluster: phase %s", h.Status.Phase)
+	}
+}
