@@ -2,12 +2,10 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,36 +13,12 @@ import (
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 )
 
-// droverWithGitRepo runs the command line with the gitrepo commands added to the root (as
-// root.go does once they are wired in).
-func droverWithGitRepo(ctx context.Context, args ...string) (string, string, error) {
-	root, k := newRoot()
-	if !hasSub(root, "gitrepo") {
-		root.AddCommand(newGitRepoCommand(k))
-	}
-	var out, errOut bytes.Buffer
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	err := root.ExecuteContext(ctx)
-	return out.String(), errOut.String(), err
-}
-
-func hasSub(root *cobra.Command, name string) bool {
-	for _, c := range root.Commands() {
-		if c.Name() == name {
-			return true
-		}
-	}
-	return false
-}
-
 func TestGitRepoAddListGet(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	kc := mgmtKubeconfig(t)
 	ns := mgmt.Namespace(t)
-	out, errOut, err := droverWithGitRepo(ctx, "gitrepo", "add", "web", "--repo", "https://git.example.com/org/deploy.git",
+	out, errOut, err := drover(ctx, "gitrepo", "add", "web", "--repo", "https://git.example.com/org/deploy.git",
 		"--branch", "main", "--paths", "apps/*,base", "--cluster", "edge-1", "--selector", "env=prod", "--polling-interval", "30s",
 		"--secret", "git-auth", "--kubeconfig", kc, "-n", ns)
 	if err != nil {
@@ -74,7 +48,7 @@ func TestGitRepoAddListGet(t *testing.T) {
 	if err := mgmt.Client.Status().Patch(ctx, gr, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	out, _, err = droverWithGitRepo(ctx, "gitrepo", "list", "--kubeconfig", kc, "-n", ns)
+	out, _, err = drover(ctx, "gitrepo", "list", "--kubeconfig", kc, "-n", ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +57,7 @@ func TestGitRepoAddListGet(t *testing.T) {
 			t.Errorf("list output lacks %q:\n%s", want, out)
 		}
 	}
-	out, _, err = droverWithGitRepo(ctx, "gitrepo", "get", "web", "--kubeconfig", kc, "-n", ns)
+	out, _, err = drover(ctx, "gitrepo", "get", "web", "--kubeconfig", kc, "-n", ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +68,7 @@ func TestGitRepoAddListGet(t *testing.T) {
 	}
 
 	// --wait ends with exit 3 and the reason when the fetch fails.
-	_, _, err = droverWithGitRepo(ctx, "gitrepo", "add", "private", "--repo", "https://git.example.com/org/private.git",
+	_, _, err = drover(ctx, "gitrepo", "add", "private", "--repo", "https://git.example.com/org/private.git",
 		"--cluster", "edge-1", "--kubeconfig", kc, "-n", ns)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +100,7 @@ func TestGitRepoAddUsage(t *testing.T) {
 		{"gitrepo", "add", "x", "--repo", "https://e.com/r.git"},
 		{"gitrepo", "add", "x", "--cluster", "c"},
 	} {
-		_, _, err := droverWithGitRepo(t.Context(), args...)
+		_, _, err := drover(t.Context(), args...)
 		if ExitCode(err) != ExitUsage {
 			t.Errorf("%v: exit %d (%v), want %d", args, ExitCode(err), err, ExitUsage)
 		}

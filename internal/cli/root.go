@@ -42,6 +42,7 @@ func newRootWithLogs() (*cobra.Command, *kubeOptions, *logOptions) {
 	root.AddCommand(newServerCommand(k, logs), newVersionCommand(), newClusterCommand(k), newCloudsimCommand())
 	root.AddCommand(newAgentCommand(k, logs), newMigrateCommand(k))
 	root.AddCommand(newBundleCommand(k), newFleetCommand(k), newTokenCommand(k))
+	root.AddCommand(newGitRepoCommand(k))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
 	usageCodes(root)
 	return root, k, logs
