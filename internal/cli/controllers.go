@@ -17,6 +17,7 @@ import (
 	"github.com/droverhq/drover/internal/hosted/join"
 	migrationcontroller "github.com/droverhq/drover/internal/migration/controller"
 	"github.com/droverhq/drover/internal/registration"
+	"github.com/droverhq/drover/internal/registration/cluster"
 )
 
 // hostedOptions are the hosted-cluster sync settings of `drover server`.
@@ -30,6 +31,9 @@ type hostedOptions struct {
 	registerLocal bool
 	// agentImage is the image of every agent drover deploys (imported, local, agent Bundles).
 	agentImage string
+	// agentDisconnectAfter: a fleet Cluster whose agent missed its heartbeats this long is
+	// Ready=False, AgentDisconnected.
+	agentDisconnectAfter time.Duration
 	// join makes active hosted clusters join the fleet unless their spec.fleet.join says no.
 	join bool
 }
@@ -60,6 +64,7 @@ func (o *hostedOptions) addFlags(f *pflag.FlagSet) {
 	f.Float64Var(&o.jitter, "refresh-jitter", 0.1, "fraction of the refresh interval added at random, so clusters do not refresh in the same second")
 	f.DurationVar(&o.pollInterval, "hosted-poll-interval", 30*time.Second, "how often a hosted cluster with work in progress is re-read")
 	f.IntVar(&o.hostedWorkers, "hosted-workers", 8, "hosted clusters synced at once (raise for thousands of clusters at high cloud latency)")
+	f.DurationVar(&o.agentDisconnectAfter, "agent-disconnect-after", cluster.DefaultAgentDisconnectAfter, "a fleet cluster whose agent has missed its heartbeats this long becomes Ready=False, reason AgentDisconnected (default: 3 heartbeat intervals of the agents' default 1m); rollouts do not wait for it")
 	f.BoolVar(&o.join, "hosted-join", true, "hosted clusters join the fleet once active (kubeconfig Secret, fleet Cluster, agent) unless their spec.fleet.join is false; false: only those with spec.fleet.join: true")
 }
 
@@ -96,7 +101,7 @@ func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
 			return (&migrationcontroller.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 		},
 		func(mgr ctrl.Manager) error {
-			opts := registration.Options{AgentImage: o.agentImage}
+			opts := registration.Options{AgentImage: o.agentImage, AgentDisconnectAfter: o.agentDisconnectAfter}
 			if o.registerLocal {
 				opts.LocalConfig = mgr.GetConfig()
 			}

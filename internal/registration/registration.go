@@ -39,6 +39,9 @@ type Options struct {
 	RegistrationWorkers int
 	// AnswerTTL and ReaderWindow: see clusterregistration.Reconciler (defaults 30m and 10m).
 	AnswerTTL, ReaderWindow time.Duration
+	// AgentDisconnectAfter is how long an agent may miss its heartbeats before its Cluster is
+	// Ready=False, reason AgentDisconnected (default cluster.DefaultAgentDisconnectAfter).
+	AgentDisconnectAfter time.Duration
 	// AgentImage is the image of imported agents whose Cluster sets none (default
 	// manifests.DefaultImage(), this server's version); bundle.Options.AgentImage must match.
 	AgentImage string
@@ -56,7 +59,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c client.Client, opts Options)
 		return fmt.Errorf("set up token controller: %w", err)
 	}
 	recorder := mgr.GetEventRecorder("drover-registration")
-	if err := (&cluster.Reconciler{Client: mc, APIReader: reader, RequestTokenTTL: opts.RequestTokenTTL, RenewalTokenTTL: opts.RenewalTokenTTL, Recorder: recorder}).SetupWithManager(mgr); err != nil {
+	if err := (&cluster.Reconciler{Client: mc, APIReader: reader, RequestTokenTTL: opts.RequestTokenTTL, RenewalTokenTTL: opts.RenewalTokenTTL, Recorder: recorder,
+		AgentDisconnectAfter: opts.AgentDisconnectAfter}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up cluster controller: %w", err)
 	}
 	if err := (&clusterregistration.Reconciler{Client: mc, APIReader: reader, RequestTokenTTL: opts.RequestTokenTTL, MaxConcurrentReconciles: opts.RegistrationWorkers,

@@ -111,4 +111,36 @@ const (
 	// ReasonUnknownKind: a BundleDeployment holds a kind its cluster does not serve yet (a custom
 	// resource whose CRD is not established, or a typo); the agent keeps retrying.
 	ReasonUnknownKind = "UnknownKind"
+	// ReasonAgentDisconnected (Cluster Ready=False): the agent checked in before but has missed
+	// its heartbeats for longer than drover server's --agent-disconnect-after. Rollouts do not
+	// wait for such a cluster (docs/registration.md).
+	ReasonAgentDisconnected = "AgentDisconnected"
+)
+
+// Event reasons (Events on Clusters, ClusterRegistrations and Bundles). Like condition
+// reasons they are part of the API. Event messages never carry secret values.
+const (
+	// EventAgentReconnected (Normal, Cluster): a disconnected agent checked in again.
+	EventAgentReconnected = "AgentReconnected"
+	// EventRegistrationGranted (Normal, ClusterRegistration and its Cluster): the agent's
+	// credential was issued.
+	EventRegistrationGranted = "RegistrationGranted"
+	// EventRegistrationDenied (Warning, ClusterRegistration): the registration was refused; the
+	// message has the Granted condition's reason and message.
+	EventRegistrationDenied = "RegistrationDenied"
+	// EventRegistrationSuperseded (Normal, ClusterRegistration): a newer registration of the
+	// same clientID replaced it; it is deleted.
+	EventRegistrationSuperseded = "RegistrationSuperseded"
+	// EventCredentialRevoked (Normal, Cluster): a request identity replaced by a new
+	// registration was deleted, so its tokens no longer work.
+	EventCredentialRevoked = "CredentialRevoked"
+	// EventRolloutHalted (Warning, Bundle): clusters are held at the old version because
+	// maxUnavailable clusters are already updating or not ready.
+	EventRolloutHalted = "RolloutHalted"
+	// EventResourcesNotReady (Warning, Bundle): a cluster's resources were applied but a
+	// workload is not ready (the message names the cluster and what is missing).
+	EventResourcesNotReady = "ResourcesNotReady"
+	// EventDriftCorrected (Normal, Bundle): an agent re-applied resources changed downstream
+	// (correctDrift); the message names the cluster and the resources, never values.
+	EventDriftCorrected = "DriftCorrected"
 )

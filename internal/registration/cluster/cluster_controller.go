@@ -41,7 +41,12 @@ type Reconciler struct {
 	// tokens (defaults 24h and 30 days): an agent not seen for longer has an expired token, which
 	// the AgentCredential condition says.
 	RequestTokenTTL, RenewalTokenTTL time.Duration
-	// Recorder, when set, records an Event when a Cluster's agent credential expires.
+	// AgentDisconnectAfter is how long an agent that checked in before may miss its heartbeats
+	// before its Cluster is Ready=False with reason AgentDisconnected (default
+	// DefaultAgentDisconnectAfter, three default heartbeat intervals).
+	AgentDisconnectAfter time.Duration
+	// Recorder, when set, records Events when a Cluster's agent credential expires and when its
+	// agent disconnects or comes back.
 	Recorder events.EventRecorder
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -69,6 +74,9 @@ func (r *Reconciler) defaults() {
 	}
 	if r.Now == nil {
 		r.Now = time.Now
+	}
+	if r.AgentDisconnectAfter <= 0 {
+		r.AgentDisconnectAfter = DefaultAgentDisconnectAfter
 	}
 }
 
@@ -119,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	SetStatus(c)
 	r.defaults()
-	next := r.credentialCondition(c)
+	next := soonest(r.credentialCondition(c), r.connection(c))
 	if r.APIReader != nil && c.Status.Agent.LastSeen != nil && meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionAgentCredential) == nil {
 		if err := r.upgradeAgentRights(ctx, c); err != nil {
 			return ctrl.Result{}, err
@@ -131,7 +139,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if old, now := meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionAgentCredential), meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionAgentCredential); r.Recorder != nil && now != nil && now.Status == metav1.ConditionFalse && (old == nil || old.Reason != now.Reason) {
 		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, now.Reason, "CheckCredential", "%s", now.Message)
 	}
+	r.connectionEvent(c, meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionReady))
 	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// connectionEvent records an Event when c's agent disconnected or came back (old is the Ready
+// condition before this pass).
+func (r *Reconciler) connectionEvent(c *fleetv1alpha1.Cluster, old *metav1.Condition) {
+	now := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady)
+	if r.Recorder == nil || now == nil {
+		return
+	}
+	wasDisconnected := old != nil && old.Reason == fleetv1alpha1.ReasonAgentDisconnected
+	switch {
+	case now.Reason == fleetv1alpha1.ReasonAgentDisconnected && !wasDisconnected:
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, fleetv1alpha1.ReasonAgentDisconnected, "CheckConnection", "%s", now.Message)
+	case now.Status == metav1.ConditionTrue && wasDisconnected:
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, fleetv1alpha1.EventAgentReconnected, "CheckConnection",
+			"The agent checked in again at %s", c.Status.Agent.LastSeen.UTC().Format(time.RFC3339))
+	}
+}
+
+// soonest is the shorter of two requeue delays, 0 meaning none.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // credentialCondition sets c's AgentCredential condition from the agent's last check-in and
@@ -190,7 +224,8 @@ func SetStatus(c *fleetv1alpha1.Cluster) {
 	c.Status.ObservedGeneration = c.Generation
 	if c.Status.Agent.LastSeen == nil {
 		kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonWaitCheckIn, "Waiting for the agent to check in")
-	} else {
+	} else if !Disconnected(c) {
+		// A disconnected cluster stays so until the cluster controller sees a recent check-in.
 		kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionReady, true, fleetv1alpha1.ReasonSucceeded, "Agent checked in")
 	}
 }

@@ -132,6 +132,10 @@ const testReaderWindow = 2 * time.Second
 // sees it (see startControllers).
 const testRequestTokenTTL = 8 * time.Second
 
+// testAgentDisconnectAfter is the suite's --agent-disconnect-after: 4 of the test agents'
+// 1 s heartbeats (one more than the default ratio, as the suite runs on loaded machines).
+const testAgentDisconnectAfter = 4 * time.Second
+
 func startControllers(ctx context.Context, cfg *rest.Config, local bool, metrics string) (<-chan struct{}, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 1000, 2000
@@ -147,6 +151,7 @@ func startControllers(ctx context.Context, cfg *rest.Config, local bool, metrics
 		// Agents in tests check in every second: one away for longer than this shows an
 		// expired credential (real tokens live at least 10 minutes, the TokenRequest minimum).
 		opts.RequestTokenTTL = testRequestTokenTTL
+		opts.AgentDisconnectAfter = testAgentDisconnectAfter
 	}
 	if err := registration.Setup(ctx, mgr, mgr.GetClient(), opts); err != nil {
 		return nil, err

@@ -1,0 +1,52 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/registration/internal/kube"
+)
+
+// DefaultHeartbeatInterval is the agents' default check-in interval (agent.Options
+// HeartbeatInterval, drover agent --heartbeat-interval).
+const DefaultHeartbeatInterval = time.Minute
+
+// DefaultAgentDisconnectAfter is how long an agent may miss its heartbeats before its Cluster
+// is Ready=False with reason AgentDisconnected: three default heartbeat intervals.
+const DefaultAgentDisconnectAfter = 3 * DefaultHeartbeatInterval
+
+// connection sets c's Ready condition from the agent's last check-in: False with reason
+// AgentDisconnected once the agent has not been seen for r.AgentDisconnectAfter, True again
+// when it has (its next heartbeat triggers a reconcile). It returns when the cluster counts as
+// disconnected unless the agent checks in before (0: not on its own). It is computed from
+// lastSeen and the clock only, so any reconcile — early, late or repeated — gets it right.
+func (r *Reconciler) connection(c *fleetv1alpha1.Cluster) time.Duration {
+	if c.Status.Agent.LastSeen == nil {
+		return 0
+	}
+	seen := c.Status.Agent.LastSeen.Time
+	if wait := seen.Add(r.AgentDisconnectAfter).Sub(r.Now()); wait > 0 {
+		kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionReady, true, fleetv1alpha1.ReasonSucceeded, "Agent checked in")
+		return wait
+	}
+	ns := c.Status.Agent.Namespace
+	if ns == "" {
+		ns = "the agent's namespace"
+	}
+	kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonAgentDisconnected, fmt.Sprintf(
+		"The agent last checked in at %s and has missed its heartbeats for longer than %s (drover server --agent-disconnect-after): "+
+			"check the agent's pod and the ConfigMap drover-agent-status in %s downstream. Rollouts do not wait for this cluster; "+
+			"it is Ready again at the agent's next check-in.",
+		seen.UTC().Format(time.RFC3339), r.AgentDisconnectAfter, ns))
+	return 0
+}
+
+// Disconnected reports whether c's agent checked in before but is now disconnected (Ready=False,
+// reason AgentDisconnected).
+func Disconnected(c *fleetv1alpha1.Cluster) bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady)
+	return cond != nil && cond.Reason == fleetv1alpha1.ReasonAgentDisconnected
+}
