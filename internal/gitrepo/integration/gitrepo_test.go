@@ -307,3 +307,37 @@ func patchSpec(t *testing.T, gr *fleetv1alpha1.GitRepo, mutate func(*fleetv1alph
 		t.Fatal(err)
 	}
 }
+
+// TestGitRepoOverSSH: an SSH repository needs the private key and the server's host key; a
+// known_hosts with another key for the server is AuthFailed, one missing is ClientSecretInvalid.
+func TestGitRepoOverSSH(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	r := newRepo(t, "over-ssh", false)
+	c1 := r.commit("one", map[string]string{"cm.yaml": configMapYAML("default", "over-ssh", "one")})
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "git-ssh"}, Type: corev1.SecretTypeSSHAuth,
+		Data: map[string][]byte{corev1.SSHAuthPrivateKey: sshd.clientKey, fleetv1alpha1.GitKeyKnownHosts: []byte(sshd.otherKnownHosts)}}
+	if err := mgmt.Client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), secret) })
+	gr := newGitRepo(t, "over-ssh", r, func(s *fleetv1alpha1.GitRepoSpec) { s.Repo, s.ClientSecretName = sshd.url("over-ssh"), secret.Name })
+	wantCondition(t, gr, fleetv1alpha1.ReasonAuthFailed, "SSH")
+
+	delete(secret.Data, fleetv1alpha1.GitKeyKnownHosts)
+	if err := mgmt.Client.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, gr, fleetv1alpha1.ReasonClientSecretInvalid, "known_hosts")
+
+	secret.Data[fleetv1alpha1.GitKeyKnownHosts] = []byte(sshd.knownHosts)
+	if err := mgmt.Client.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		if err := wantSynced(t, gr, c1, "over-ssh"); err != nil {
+			return err
+		}
+		return wantDownstream(t, map[string]string{"default/over-ssh": "one"})
+	})
+}

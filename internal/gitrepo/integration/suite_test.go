@@ -1,6 +1,6 @@
 // Package integration tests GitRepos end to end: a real Git server on loopback (Debian's git
-// serving the smart HTTP protocol through git http-backend behind net/http/cgi, repositories
-// built with git commits), a management API server running drover's registration, bundle and
+// serving the smart HTTP protocol through git http-backend behind net/http/cgi, and
+// git upload-pack behind an SSH server with a host key; repositories built with git commits), a management API server running drover's registration, bundle and
 // gitrepo controllers, and a downstream API server imported as the Cluster "plain" whose agent
 // runs here as a goroutine: a commit reaches the downstream cluster through Bundles and the agent.
 package integration
@@ -45,6 +45,7 @@ const (
 var (
 	mgmt, plain *envtest.Cluster
 	git         *gitServer
+	sshd        *sshGitServer
 )
 
 func TestMain(m *testing.M) {
@@ -62,6 +63,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer git.stop()
+	if sshd, err = startSSHServer(filepath.Join(git.root, "repos")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer sshd.stop()
 	type result struct {
 		c   *envtest.Cluster
 		err error
