@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -56,6 +57,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // Controllers returns a function for server.Options.Controllers.
 func Controllers(opts Options) func(ctrl.Manager) error {
 	return func(mgr ctrl.Manager) error { return Setup(mgr, opts) }
+}
+
+// Disconnected reports whether c's agent checked in before but has missed its heartbeats for
+// longer than drover server's --agent-disconnect-after (Ready=False, reason AgentDisconnected).
+func Disconnected(c *fleetv1alpha1.Cluster) bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady)
+	return cond != nil && cond.Reason == fleetv1alpha1.ReasonAgentDisconnected
 }
 
 // ContentName is the name of the BundleContent of resources: "s-" + hex sha256 of their JSON.

@@ -89,7 +89,8 @@ var clusterTargetingChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*fleetv1alpha1.Cluster), e.ObjectNew.(*fleetv1alpha1.Cluster)
 		return !labels.Equals(o.Labels, n.Labels) || o.Status.Namespace != n.Status.Namespace ||
-			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || o.UID != n.UID
+			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || o.UID != n.UID ||
+			Disconnected(o) != Disconnected(n)
 	},
 }
 
@@ -264,7 +265,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var create, update, remove []*fleetv1alpha1.BundleDeployment
 	var outdated []*fleetv1alpha1.BundleDeployment
 	have := map[string]bool{}
-	unavailable := 0
+	unavailable, held := 0, 0
+	limited := b.Spec.Rollout.MaxUnavailable != nil && !b.Spec.Rollout.Paused
 	for i := range existing.Items {
 		bd := &existing.Items[i]
 		c := targeted[bd.Namespace]
@@ -273,10 +275,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			continue
 		}
 		have[bd.Namespace] = true
+		current := equality.Semantic.DeepEqual(bd.Spec, spec)
+		if limited && Disconnected(c) {
+			// A cluster whose agent is disconnected neither counts against maxUnavailable nor
+			// is updated: the rollout goes on over the connected clusters, and this one is
+			// updated within the budget once its agent is back (docs/registration.md).
+			if !current {
+				held++
+			}
+			continue
+		}
 		if !readyAt(bd, bd.Spec.DeploymentID) {
 			unavailable++
 		}
-		if !equality.Semantic.DeepEqual(bd.Spec, spec) {
+		if !current {
 			outdated = append(outdated, bd)
 		}
 	}
@@ -318,7 +330,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		update = append(update, bd)
 	}
 	if len(create)+len(update)+len(remove) > 0 {
-		log.Info("Syncing BundleDeployments", "create", len(create), "update", len(update), "delete", len(remove))
+		log.Info("Syncing BundleDeployments", "create", len(create), "update", len(update), "delete", len(remove), "heldDisconnected", held)
 	}
 	err = errors.Join(
 		r.each(ctx, create, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {

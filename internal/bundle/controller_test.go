@@ -62,25 +62,38 @@ func TestRollout(t *testing.T) {
 		name    string
 		rollout fleetv1alpha1.BundleRollout
 		// notReady says which BundleDeployments their agents report applied but not ready.
-		notReady        func(bd *fleetv1alpha1.BundleDeployment, first string) bool
+		notReady func(bd *fleetv1alpha1.BundleDeployment, first string) bool
+		// disconnected is a cluster whose agent is disconnected: it reports nothing after the
+		// first version (readyBefore: it had reported that one ready).
+		disconnected    string
+		readyBefore     bool
 		wantUpdatedEach []int // updated BundleDeployments after each pass; agents report in between
 	}{
-		{"default: all at once", fleetv1alpha1.BundleRollout{}, nil, []int{4}},
-		{"maxUnavailable 1", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromInt32(1))}, nil, []int{1, 2, 3, 4}},
-		{"maxUnavailable 50%", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromString("50%"))}, nil, []int{2, 4}},
-		{"paused", fleetv1alpha1.BundleRollout{Paused: true}, nil, []int{0, 0}},
+		{"default: all at once", fleetv1alpha1.BundleRollout{}, nil, "", false, []int{4}},
+		{"maxUnavailable 1", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromInt32(1))}, nil, "", false, []int{1, 2, 3, 4}},
+		{"maxUnavailable 50%", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromString("50%"))}, nil, "", false, []int{2, 4}},
+		{"paused", fleetv1alpha1.BundleRollout{Paused: true}, nil, "", false, []int{0, 0}},
 		{"maxUnavailable 1, new version never ready: halts", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromInt32(1))},
-			func(bd *fleetv1alpha1.BundleDeployment, first string) bool { return bd.Spec.DeploymentID != first }, []int{1, 1, 1}},
+			func(bd *fleetv1alpha1.BundleDeployment, first string) bool { return bd.Spec.DeploymentID != first }, "", false, []int{1, 1, 1}},
 		{"maxUnavailable 2, one cluster never ready: updated first, counted", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromInt32(2))},
 			func(bd *fleetv1alpha1.BundleDeployment, _ string) bool {
 				return bd.Labels[fleetv1alpha1.ClusterLabel] == "c3"
-			}, []int{2, 3, 4, 4}},
+			}, "", false, []int{2, 3, 4, 4}},
+		{"maxUnavailable 1, a disconnected cluster never applied: not counted, held", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromInt32(1))},
+			nil, "c3", false, []int{1, 2, 3, 3}},
+		{"maxUnavailable 1, a disconnected cluster reported ready before: held, does not halt", fleetv1alpha1.BundleRollout{MaxUnavailable: ptrIntStr(intstr.FromInt32(1))},
+			nil, "c0", true, []int{1, 2, 3, 3}},
+		{"default: a disconnected cluster is updated with the others", fleetv1alpha1.BundleRollout{}, nil, "c3", false, []int{4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
 			objs := []client.Object{}
 			for i := range 4 {
-				objs = append(objs, cluster(fmt.Sprintf("c%d", i), map[string]string{"all": "yes"}))
+				c := cluster(fmt.Sprintf("c%d", i), map[string]string{"all": "yes"})
+				if c.Name == tc.disconnected {
+					c.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonAgentDisconnected}}
+				}
+				objs = append(objs, c)
 			}
 			b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "app", UID: "bundle-uid"},
 				Spec: fleetv1alpha1.BundleSpec{Targets: []fleetv1alpha1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"all": "yes"}}}},
@@ -99,6 +112,8 @@ func TestRollout(t *testing.T) {
 					first = currentID(t, ctx, c, b)
 				}
 				agentsReport(t, ctx, c, func(bd *fleetv1alpha1.BundleDeployment) bool {
+					return bd.Labels[fleetv1alpha1.ClusterLabel] == tc.disconnected && (!tc.readyBefore || bd.Spec.DeploymentID != first)
+				}, func(bd *fleetv1alpha1.BundleDeployment) bool {
 					return tc.notReady != nil && tc.notReady(bd, first)
 				})
 			}
@@ -132,8 +147,8 @@ func rawCM(t *testing.T, v string) []runtime.RawExtension {
 }
 
 // agentsReport marks every BundleDeployment applied, and ready unless notReady says otherwise,
-// as agents would.
-func agentsReport(t *testing.T, ctx context.Context, c client.Client, notReady func(*fleetv1alpha1.BundleDeployment) bool) {
+// as agents would; silent ones (disconnected agents) are left as they are.
+func agentsReport(t *testing.T, ctx context.Context, c client.Client, silent, notReady func(*fleetv1alpha1.BundleDeployment) bool) {
 	t.Helper()
 	var list fleetv1alpha1.BundleDeploymentList
 	if err := c.List(ctx, &list); err != nil {
@@ -141,6 +156,9 @@ func agentsReport(t *testing.T, ctx context.Context, c client.Client, notReady f
 	}
 	for i := range list.Items {
 		bd := &list.Items[i]
+		if silent(bd) {
+			continue
+		}
 		bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, !notReady(bd), true
 		if err := c.Status().Update(ctx, bd); err != nil {
 			t.Fatal(err)
