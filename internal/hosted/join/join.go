@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -124,6 +125,21 @@ type Reconciler struct {
 	ProbeTimeout time.Duration
 	// Workers is the number of clusters joined at once (default 8).
 	Workers int
+
+	// warned remembers, per hosted Cluster UID, the finding last sent as a Warning event, so a
+	// finding is reported once even when the next pass reads a status from the cache that does
+	// not show it yet.
+	warned sync.Map
+	// written remembers, per hosted Cluster UID, the credentials this process last wrote
+	// (*writtenCreds): the cache may not show the Secret or the status of a write yet, and a
+	// pass that read it stale would otherwise replace a token just written.
+	written sync.Map
+}
+
+// writtenCreds is what a kubeconfig Secret write put in status.fleet.
+type writtenCreds struct {
+	secret          string
+	expire, refresh metav1.Time
 }
 
 func (r *Reconciler) defaults() {
@@ -346,11 +362,17 @@ func (ps *pass) join(ctx context.Context) (reconcile.Result, error) {
 	}
 
 	now := r.Clock.Now()
-	secretOK, err := ps.secretPresent(ctx)
+	st := ps.st()
+	wrote, _ := r.written.Load(c.UID)
+	if w, ok := wrote.(*writtenCreds); ok && (st.CredentialsRefreshTime == nil || w.refresh.After(st.CredentialsRefreshTime.Time)) {
+		// The cached status predates this process's last write: keep what was written.
+		st.KubeconfigSecret, st.CredentialsExpireTime, st.CredentialsRefreshTime = w.secret, w.expire.DeepCopy(), w.refresh.DeepCopy()
+	}
+	secretOK, err := ps.secretPresent(ctx, wrote != nil)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if refresh := ps.st().CredentialsRefreshTime; !secretOK || refresh == nil || !now.Before(refresh.Time) {
+	if refresh := st.CredentialsRefreshTime; !secretOK || refresh == nil || !now.Before(refresh.Time) {
 		res, done, err := ps.writeCredentials(ctx, now)
 		if !done {
 			return res, err
@@ -359,8 +381,8 @@ func (ps *pass) join(ctx context.Context) (reconcile.Result, error) {
 	if err := ps.applyFleetCluster(ctx, fleet); err != nil {
 		return reconcile.Result{}, err
 	}
-	st := ps.st()
 	st.ClusterName = c.Name
+	r.warned.Delete(c.UID)
 	ps.set(v1.ConditionJoined, true, v1.ReasonJoined, fmt.Sprintf(
 		"The cluster is fleet Cluster %s/%s; drover keeps its kubeconfig in Secret %s and replaces the token before it expires.", c.Namespace, c.Name, st.KubeconfigSecret))
 	ps.agentReady(fleet)
@@ -403,17 +425,23 @@ func (ps *pass) fleetCluster(ctx context.Context) (*fleetv1.Cluster, error) {
 }
 
 // secretPresent: the kubeconfig Secret exists and is this hosted Cluster's (its metadata, from
-// the cache).
-func (ps *pass) secretPresent(ctx context.Context) (bool, error) {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	if err := ps.r.Client.Get(ctx, client.ObjectKey{Namespace: ps.c.Namespace, Name: SecretName(ps.c.Name)}, m); err != nil {
-		if apierrors.IsNotFound(err) {
+// the cache; when the cache does not show it but this process wrote it, from the API server).
+func (ps *pass) secretPresent(ctx context.Context, wrote bool) (bool, error) {
+	key := client.ObjectKey{Namespace: ps.c.Namespace, Name: SecretName(ps.c.Name)}
+	for _, r := range []client.Reader{ps.r.Client, ps.r.APIReader} {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		err := r.Get(ctx, key, m)
+		switch {
+		case err == nil:
+			return ownedBy(m, ps.c) && m.DeletionTimestamp.IsZero(), nil
+		case !apierrors.IsNotFound(err):
+			return false, fmt.Errorf("get kubeconfig Secret metadata: %w", err)
+		case !wrote:
 			return false, nil
 		}
-		return false, fmt.Errorf("get kubeconfig Secret metadata: %w", err)
 	}
-	return ownedBy(m, ps.c) && m.DeletionTimestamp.IsZero(), nil
+	return false, nil
 }
 
 // credentials gets fresh credentials for the cluster from its provider.
@@ -482,6 +510,7 @@ func (ps *pass) writeCredentials(ctx context.Context, now time.Time) (res reconc
 	st.KubeconfigSecret = name
 	st.CredentialsExpireTime = &metav1.Time{Time: creds.Expiry.UTC().Truncate(time.Second)}
 	st.CredentialsRefreshTime = &metav1.Time{Time: creds.RefreshAt(now).UTC().Truncate(time.Second)}
+	r.written.Store(c.UID, &writtenCreds{secret: name, expire: *st.CredentialsExpireTime, refresh: *st.CredentialsRefreshTime})
 	return reconcile.Result{}, true, nil
 }
 
@@ -527,7 +556,7 @@ func (ps *pass) probeFailed(ctx context.Context, secret *corev1.Secret, perr err
 			cluster, region := c.Spec.EKSConfig.DisplayName, c.Spec.EKSConfig.Region
 			msg := fmt.Sprintf("EKS cluster %s has no access entry for drover's IAM principal %s, so its API server refuses drover's token. Add one with cluster admin rights, in the console or with: %s. drover joins the cluster on its next try (every minute).",
 				cluster, principal, accessEntryHelp(cluster, region, principal))
-			if prev := meta.FindStatusCondition(ps.st().Conditions, v1.ConditionJoined); prev == nil || prev.Reason != v1.ReasonAccessEntryMissing {
+			if prev, _ := r.warned.Swap(c.UID, v1.ReasonAccessEntryMissing+" "+principal); prev != v1.ReasonAccessEntryMissing+" "+principal {
 				ps.event(corev1.EventTypeWarning, v1.ReasonAccessEntryMissing, "Join", "%s", msg)
 			}
 			ps.set(v1.ConditionJoined, false, v1.ReasonAccessEntryMissing, msg)
@@ -711,7 +740,7 @@ func (ps *pass) leave(ctx context.Context, why string) (reconcile.Result, error)
 		}
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: SecretName(c.Name)}}
-	if ok, err := ps.secretPresent(ctx); err != nil {
+	if ok, err := ps.secretPresent(ctx, false); err != nil {
 		return reconcile.Result{}, err
 	} else if ok {
 		if err := r.Client.Delete(ctx, sec); client.IgnoreNotFound(err) != nil {
@@ -731,6 +760,8 @@ func (ps *pass) leave(ctx context.Context, why string) (reconcile.Result, error)
 		}
 		return reconcile.Result{}, fmt.Errorf("remove the join finalizer from %s/%s: %w", c.Namespace, c.Name, err)
 	}
+	r.warned.Delete(c.UID)
+	r.written.Delete(c.UID)
 	ps.event(corev1.EventTypeNormal, "Left", "Leave", "%s: the cluster left the fleet (fleet Cluster and agent removed)", why)
 	if !c.DeletionTimestamp.IsZero() {
 		ps.gone = true // the hosted reconciler takes it from here; the object may be gone

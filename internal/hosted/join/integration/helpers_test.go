@@ -99,7 +99,7 @@ func (w *world) firstDeleteSaw() (string, bool) {
 	return w.firstDelete, w.deleteSeen
 }
 
-func newWorld(t *testing.T, provider string) *world {
+func newWorld(t testing.TB, provider string) *world {
 	t.Helper()
 	w := &world{provider: provider, ns: mgmt.Namespace(t)}
 	var data map[string]string

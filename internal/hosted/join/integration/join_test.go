@@ -156,9 +156,11 @@ func TestJoinLifecycle(t *testing.T) {
 
 // TestKubeconfigRotation: the token in the kubeconfig Secret is replaced when its refresh time
 // (before expiry) comes on the join's clock — not before — and an agent deployment in flight
-// (deployed, not yet registered) is neither redeployed nor kept from registering.
+// (deployed, not yet registered) is neither redeployed nor kept from registering. Not parallel:
+// it moves the join's clock, which the other tests' clusters share.
 func TestKubeconfigRotation(t *testing.T) {
-	t.Parallel()
+	joinClock.SetTime(time.Now())
+	t.Cleanup(func() { joinClock.SetTime(time.Now()) })
 	ctx := t.Context()
 	w := newWorld(t, "eks")
 	name := "rotate-" + suffix()

@@ -8,12 +8,14 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,7 +82,7 @@ func (s *reviewerSet) ReviewToken(b, token string) (simcore.ReviewedUser, bool, 
 	return simcore.ReviewedUser{}, false, ""
 }
 
-func register(t *testing.T, r simcore.TokenReviewer) {
+func register(t testing.TB, r simcore.TokenReviewer) {
 	reviewers.mu.Lock()
 	reviewers.rs = append(reviewers.rs, r)
 	reviewers.mu.Unlock()
@@ -122,7 +124,8 @@ func run(m *testing.M) int {
 		c, err := envtest.Start("downstream", envtest.Options{APIServerFlags: map[string]string{
 			"authentication-token-webhook-config-file": cfgFile,
 			"authentication-token-webhook-version":     "v1",
-			"authentication-token-webhook-cache-ttl":   "0s",
+			// The default cache (2 min), as on a provider's API server: the agent's deployment
+			// presents one token many times. (internal/hosted/access tests expiry without it.)
 		}})
 		ch <- result{c, err}
 	}()
@@ -182,6 +185,7 @@ func writeRegistrationConfig(ctx context.Context) error {
 func startControllers(ctx context.Context) (<-chan struct{}, error) {
 	cfg := rest.CopyConfig(mgmt.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &writeCounter{next: rt} }
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: server.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		return nil, err
@@ -195,7 +199,7 @@ func startControllers(ctx context.Context) (<-chan struct{}, error) {
 		return nil, err
 	}
 	if err := (&join.Reconciler{
-		Client: mgr.GetClient(), Providers: providers, Recorder: events, Limits: limits, Clock: joinClock,
+		Client: countingClient{Client: mgr.GetClient()}, Providers: providers, Recorder: events, Limits: limits, Clock: joinClock,
 		DefaultJoin: true, RetryInterval: retryInterval, AgentRemovalTimeout: time.Minute,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -265,4 +269,60 @@ func (r *recorder) String() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return strings.Join(r.events, "\n")
+}
+
+// mgmtWrites counts the controllers' write requests to the management API server; joinWrites
+// the join's alone.
+var mgmtWrites, joinWrites atomic.Int64
+
+type writeCounter struct{ next http.RoundTripper }
+
+func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		mgmtWrites.Add(1)
+	}
+	return w.next.RoundTrip(r)
+}
+
+// countingClient counts the writes of the client it wraps in joinWrites.
+type countingClient struct{ client.Client }
+
+func (c countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	joinWrites.Add(1)
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c countingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	joinWrites.Add(1)
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+func (c countingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	joinWrites.Add(1)
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (c countingClient) Apply(ctx context.Context, obj k8sruntime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	joinWrites.Add(1)
+	return c.Client.Apply(ctx, obj, opts...)
+}
+
+func (c countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	joinWrites.Add(1)
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+func (c countingClient) Status() client.SubResourceWriter { return countingStatus{c.Client.Status()} }
+
+type countingStatus struct{ client.SubResourceWriter }
+
+func (c countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	joinWrites.Add(1)
+	return c.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+func (c countingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	joinWrites.Add(1)
+	return c.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }

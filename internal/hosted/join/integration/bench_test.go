@@ -1,0 +1,140 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awseks "github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	eksim "github.com/droverhq/drover/pkg/cloudsim/eks"
+)
+
+// BenchmarkJoin imports N existing EKS clusters at once (drover's principal is their creator,
+// so it has access entries), all served by the one downstream API server, and measures the time
+// until every one has joined (kubeconfig Secret and fleet Cluster: Joined=True) and until every
+// agent is deployed downstream (the fleet Cluster's Imported=True), and the management API
+// writes per cluster: the join's own, and all of drover's controllers' (hosted import pass,
+// join, registration, agent deployment). The agents' registration is not run here
+// (BenchmarkRegistration in internal/registration/integration measures it).
+//
+//	go test ./internal/hosted/join/integration/ -run '^$' -bench 'Join/1000$' -benchtime 1x
+func BenchmarkJoin(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for range b.N {
+				benchJoin(b, n)
+			}
+		})
+	}
+}
+
+func benchJoin(b *testing.B, n int) {
+	ctx := context.Background()
+	w := newWorld(b, "eks")
+	creator := eksim.NewClient(w.eksURL, "us-west-2", droverKey, droverSecret, func(o *awseks.Options) { o.RetryMaxAttempts = 10 })
+	prefix := "b" + suffix()
+	parallel(b, n, func(i int) error {
+		_, err := creator.CreateCluster(ctx, &awseks.CreateClusterInput{
+			Name: aws.String(fmt.Sprintf("%s-%d", prefix, i)), RoleArn: aws.String("arn:aws:iam::123456789012:role/eks"),
+			ResourcesVpcConfig: &ekstypes.VpcConfigRequest{SubnetIds: []string{"subnet-a", "subnet-b"}},
+		})
+		return err
+	})
+	time.Sleep(simDelay) // the simulator's clusters become ACTIVE after its delay
+
+	writes0, join0 := mgmtWrites.Load(), joinWrites.Load()
+	start := time.Now()
+	parallel(b, n, func(i int) error {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		return mgmt.Client.Create(ctx, &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name}, Spec: v1.ClusterSpec{
+			EKSConfig: &v1.EKSClusterConfig{DisplayName: name, Region: "us-west-2", Imported: true, CredentialSecret: "cred"},
+			Fleet:     &v1.FleetJoin{AgentNamespace: "a-" + name},
+		}})
+	})
+	var activeAt, joinedAt, deployedAt time.Duration
+	deadline := start.Add(10 * time.Minute)
+	for joinedAt == 0 || deployedAt == 0 {
+		if time.Now().After(deadline) {
+			b.Fatalf("after 10 min: joined at %v, deployed at %v", joinedAt, deployedAt)
+		}
+		time.Sleep(250 * time.Millisecond) // polling interval of the measurement
+		if joinedAt == 0 {
+			var hosted v1.ClusterList
+			if err := mgmt.Client.List(ctx, &hosted, client.InNamespace(w.ns)); err != nil {
+				b.Fatal(err)
+			}
+			joined, active := 0, 0
+			for i := range hosted.Items {
+				if hosted.Items[i].Status.Phase == v1.PhaseActive {
+					active++
+				}
+				if j := fleetCond(&hosted.Items[i], v1.ConditionJoined); j != nil && j.Status == metav1.ConditionTrue {
+					joined++
+				}
+			}
+			if joined == n {
+				joinedAt = time.Since(start)
+			}
+			if active == n && activeAt == 0 {
+				activeAt = time.Since(start)
+			}
+		}
+		var fleet fleetv1.ClusterList
+		if err := mgmt.Client.List(ctx, &fleet, client.InNamespace(w.ns)); err != nil {
+			b.Fatal(err)
+		}
+		deployed := 0
+		for i := range fleet.Items {
+			if meta.IsStatusConditionTrue(fleet.Items[i].Status.Conditions, fleetv1.ConditionImported) {
+				deployed++
+			}
+		}
+		if deployed == n {
+			deployedAt = time.Since(start)
+		}
+	}
+	b.ReportMetric(activeAt.Seconds(), "s-all-active")
+	b.ReportMetric(joinedAt.Seconds(), "s-all-joined")
+	b.ReportMetric(deployedAt.Seconds(), "s-all-agents-deployed")
+	b.ReportMetric(float64(joinWrites.Load()-join0)/float64(n), "join-writes/cluster")
+	b.ReportMetric(float64(mgmtWrites.Load()-writes0)/float64(n), "mgmt-writes/cluster")
+}
+
+// parallel runs f(0..n-1) on 16 goroutines.
+func parallel(b *testing.B, n int, f func(i int) error) {
+	b.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan int)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
