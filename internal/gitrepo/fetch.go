@@ -52,6 +52,9 @@ type checkout struct {
 	commit string
 	// files holds the contents of every *.yaml, *.yml and *.json file by slash path.
 	files map[string][]byte
+	// other holds every other file, only when the commit has a Kustomization (which may
+	// read any file, e.g. for a configMapGenerator).
+	other map[string][]byte
 	// dirs holds every directory of the tree ("." for the root).
 	dirs []string
 }
@@ -275,6 +278,23 @@ func read(commit *object.Commit) (*checkout, error) {
 	co.dirs = append(co.dirs, ".")
 	walker := object.NewTreeWalker(tree, true, nil)
 	defer walker.Close()
+	var others []object.TreeEntry
+	var otherNames []string
+	kustomize := false
+	load := func(name string, entry *object.TreeEntry) ([]byte, error) {
+		f, err := tree.TreeEntryFile(entry)
+		if err != nil {
+			return nil, failf(fleetv1alpha1.ReasonFetchFailed, err, "read %s", name)
+		}
+		if f.Size > maxFileSize {
+			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "%s: %d bytes, more than the %d a file may have", name, f.Size, maxFileSize)
+		}
+		s, err := f.Contents()
+		if err != nil {
+			return nil, failf(fleetv1alpha1.ReasonFetchFailed, err, "read %s", name)
+		}
+		return []byte(s), nil
+	}
 	for {
 		name, entry, err := walker.Next()
 		if errors.Is(err, io.EOF) {
@@ -290,24 +310,33 @@ func read(commit *object.Commit) (*checkout, error) {
 				co.dirs = append(co.dirs, name)
 			}
 		case entry.Mode == filemode.Regular || entry.Mode == filemode.Executable:
-			if !isManifestFile(name) && path.Base(name) != "Chart.yaml" {
+			kustomize = kustomize || isKustomization(path.Base(name))
+			if !isManifestFile(name) && path.Base(name) != "Kustomization" {
+				others, otherNames = append(others, entry), append(otherNames, name)
 				continue
 			}
-			f, err := tree.TreeEntryFile(&entry)
+			data, err := load(name, &entry)
 			if err != nil {
-				return nil, failf(fleetv1alpha1.ReasonFetchFailed, err, "read %s", name)
+				return nil, err
 			}
-			if f.Size > maxFileSize {
-				return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "%s: %d bytes, more than the %d a manifest file may have", name, f.Size, maxFileSize)
-			}
-			s, err := f.Contents()
+			co.files[name] = data
+		}
+	}
+	if kustomize {
+		co.other = map[string][]byte{}
+		for i := range others {
+			data, err := load(otherNames[i], &others[i])
 			if err != nil {
-				return nil, failf(fleetv1alpha1.ReasonFetchFailed, err, "read %s", name)
+				return nil, err
 			}
-			co.files[name] = []byte(s)
+			co.other[otherNames[i]] = data
 		}
 	}
 	return co, nil
+}
+
+func isKustomization(base string) bool {
+	return base == "kustomization.yaml" || base == "kustomization.yml" || base == "Kustomization"
 }
 
 func isManifestFile(name string) bool {

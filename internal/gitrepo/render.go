@@ -148,6 +148,7 @@ func renderPath(co *checkout, gr *fleetv1alpha1.GitRepo, p string, files []strin
 	rel := func(f string) string { return strings.TrimPrefix(f, p+"/") }
 	var cfg Config
 	var manifests []string
+	kustomization := ""
 	for _, f := range files {
 		switch rel(f) {
 		case ConfigFile:
@@ -160,26 +161,36 @@ func renderPath(co *checkout, gr *fleetv1alpha1.GitRepo, p string, files []strin
 		case "Chart.yaml":
 			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: Helm charts are not supported yet; render the chart to manifests or point spec.paths elsewhere", p, f)
 		case "kustomization.yaml", "kustomization.yml", "Kustomization":
-			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: Kustomize is not supported yet", p, f)
+			kustomization = f
 		}
-		if path.Base(f) == ConfigFile || path.Base(f) == "Chart.yaml" {
-			continue // settings of a path that does not match spec.paths
+		if b := path.Base(f); b == ConfigFile || b == "Chart.yaml" || isKustomization(b) {
+			continue // settings of a path that does not match spec.paths, or a Kustomize base
 		}
 		manifests = append(manifests, f)
 	}
-	if len(manifests) == 0 {
-		return nil, nil
-	}
 	var resources []runtime.RawExtension
-	for _, f := range manifests {
-		docs, err := parseManifests(co.files[f])
+	if kustomization != "" {
+		out, err := kustomizeBuild(co, p)
 		if err != nil {
-			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, f, err.Error())
+			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, kustomization, err.Error())
 		}
-		resources = append(resources, docs...)
-		if len(resources) > maxResources {
-			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: more than %d manifests (at %s): split it into several paths", p, maxResources, f)
+		if resources, err = parseManifests(out); err != nil {
+			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: output: %s", p, kustomization, err.Error())
 		}
+	} else {
+		if len(manifests) == 0 {
+			return nil, nil
+		}
+		for _, f := range manifests {
+			docs, err := parseManifests(co.files[f])
+			if err != nil {
+				return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, f, err.Error())
+			}
+			resources = append(resources, docs...)
+		}
+	}
+	if len(resources) > maxResources {
+		return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %d manifests, more than %d: split it into several paths", p, len(resources), maxResources)
 	}
 	return &rendered{name: BundleName(gr.Name, p), path: p, spec: fleetv1alpha1.BundleSpec{
 		Resources:        resources,

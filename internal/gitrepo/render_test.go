@@ -36,10 +36,14 @@ func TestBundleName(t *testing.T) {
 }
 
 func testCheckout(files map[string]string) *checkout {
-	co := &checkout{commit: "c0ffee", files: map[string][]byte{}}
+	co := &checkout{commit: "c0ffee", files: map[string][]byte{}, other: map[string][]byte{}}
 	dirs := map[string]bool{".": true}
 	for f, content := range files {
-		co.files[f] = []byte(content)
+		if isManifestFile(f) || isKustomization(f[strings.LastIndex(f, "/")+1:]) {
+			co.files[f] = []byte(content)
+		} else {
+			co.other[f] = []byte(content)
+		}
 		for d := f; strings.Contains(d, "/"); {
 			d = d[:strings.LastIndex(d, "/")]
 			dirs[d] = true
@@ -107,6 +111,8 @@ func TestRenderErrorsNameTheFile(t *testing.T) {
 		{"invalid defaultNamespace", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "defaultNamespace: Not_A_Name\n"}, []string{"app/drover.yaml", "defaultNamespace", "Not_A_Name"}},
 		{"wrong type", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "correctDrift: [yes]\n"}, []string{"app/drover.yaml", "correctDrift"}},
 		{"Helm chart", map[string]string{"app/Chart.yaml": "name: x\n"}, []string{"app/Chart.yaml", "Helm"}},
+		{"Kustomize error", map[string]string{"app/kustomization.yaml": "resources: [missing.yaml]\n"}, []string{"path app", "app/kustomization.yaml", "missing.yaml"}},
+		{"remote base", map[string]string{"app/kustomization.yaml": "resources: [https://example.com/x.yaml]\n"}, []string{"app/kustomization.yaml", "remote", "https://example.com/x.yaml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"app"}}}
@@ -134,5 +140,37 @@ func TestEndpointRefusesLocalRepositories(t *testing.T) {
 		if _, err := endpoint(u); err != nil {
 			t.Errorf("%s: %v", u, err)
 		}
+	}
+}
+
+func TestRenderKustomize(t *testing.T) {
+	co := testCheckout(map[string]string{
+		"base/kustomization.yaml":           "resources: [cm.yaml]\n",
+		"base/cm.yaml":                      cm,
+		"overlays/prod/kustomization.yaml":  "resources: [../../base]\nnamePrefix: prod-\nconfigMapGenerator:\n- name: settings\n  files: [settings.properties]\n",
+		"overlays/prod/settings.properties": "color=blue\n",
+		"overlays/prod/drover.yaml":         "defaultNamespace: prod\n",
+		"overlays/prod/ignored.yaml":        "not: a resource of the kustomization",
+	})
+	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"overlays/*"}}}
+	out, err := render(co, gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || out[0].spec.DefaultNamespace != "prod" {
+		t.Fatalf("rendered %+v", out)
+	}
+	var names []string
+	for _, r := range out[0].spec.Resources {
+		names = append(names, string(r.Raw))
+	}
+	all := strings.Join(names, "\n")
+	for _, want := range []string{`"name":"prod-x"`, `"name":"prod-settings-`, `color=blue`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("kustomize output lacks %s:\n%s", want, all)
+		}
+	}
+	if len(out[0].spec.Resources) != 2 {
+		t.Errorf("%d resources, want 2 (the base ConfigMap and the generated one)", len(out[0].spec.Resources))
 	}
 }

@@ -341,3 +341,37 @@ func TestGitRepoOverSSH(t *testing.T) {
 		return wantDownstream(t, map[string]string{"default/over-ssh": "one"})
 	})
 }
+
+// TestGitRepoKustomize: a path with a kustomization.yaml is rendered with Kustomize — an overlay
+// over a base elsewhere in the repository, with a configMapGenerator reading a non-YAML file.
+func TestGitRepoKustomize(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	r := newRepo(t, "kustomize", false)
+	c1 := r.commit("overlay", map[string]string{
+		"base/kustomization.yaml":           "resources: [namespace.yaml, cm.yaml]\n",
+		"base/namespace.yaml":               namespaceYAML("kustomize-prod"),
+		"base/cm.yaml":                      configMapYAML("kustomize-prod", "app", "base"),
+		"overlays/prod/kustomization.yaml":  "resources: [../../base]\nnamePrefix: prod-\nconfigMapGenerator:\n- name: settings\n  namespace: kustomize-prod\n  files: [settings.properties]\n",
+		"overlays/prod/settings.properties": "color=blue\n",
+	})
+	gr := newGitRepo(t, "kustomize", r, func(s *fleetv1alpha1.GitRepoSpec) { s.Paths = []string{"overlays/*"} })
+	eventually(t, 60*time.Second, func() error {
+		if err := wantSynced(t, gr, c1, gitrepo.BundleName("kustomize", "overlays/prod")); err != nil {
+			return err
+		}
+		if err := wantDownstream(t, map[string]string{"kustomize-prod/prod-app": "base"}); err != nil {
+			return err
+		}
+		var cms corev1.ConfigMapList
+		if err := plain.Client.List(ctx, &cms, client.InNamespace("kustomize-prod")); err != nil {
+			return err
+		}
+		for _, cm := range cms.Items {
+			if strings.HasPrefix(cm.Name, "prod-settings-") && cm.Data["settings.properties"] == "color=blue\n" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no generated ConfigMap prod-settings-<hash> downstream")
+	})
+}
