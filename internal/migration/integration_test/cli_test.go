@@ -146,6 +146,12 @@ func TestCLIPlanApplyStatusRollback(t *testing.T) {
 			if !strings.Contains(out.String(), "Resuming from "+state) || !strings.Contains(out.String(), "Migration Succeeded") {
 				t.Errorf("resumed apply output:\n%s", out)
 			}
+			// The progress bar starts from the saved steps and ends full.
+			for _, want := range []string{"] 3/7 steps done\n", "] 7/7 steps done\nMigration Succeeded"} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("resumed apply shows no progress bar %q:\n%s", want, out)
+				}
+			}
 			if m := regexp.MustCompile(`(?m)^step [0-2] .*$`).FindString(out.String()); m != "" {
 				t.Errorf("resumed apply repeated a finished step: %q", m)
 			}
