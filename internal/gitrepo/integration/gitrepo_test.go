@@ -375,3 +375,73 @@ func TestGitRepoKustomize(t *testing.T) {
 		return fmt.Errorf("no generated ConfigMap prod-settings-<hash> downstream")
 	})
 }
+
+// TestGitRepoTag: an annotated tag deploys the commit it points to, not later commits of the
+// branch.
+func TestGitRepoTag(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, "tagged", false)
+	c1 := r.commit("one", map[string]string{"cm.yaml": configMapYAML("default", "tagged", "one")})
+	r.tag("v1")
+	r.commit("two", map[string]string{"cm.yaml": configMapYAML("default", "tagged", "two")})
+	gr := newGitRepo(t, "tagged", r, func(s *fleetv1alpha1.GitRepoSpec) { s.Branch, s.Tag = "", "v1" })
+	eventually(t, 60*time.Second, func() error {
+		if err := wantSynced(t, gr, c1, "tagged"); err != nil {
+			return err
+		}
+		return wantDownstream(t, map[string]string{"default/tagged": "one"})
+	})
+}
+
+// TestGitRepoPausedAndRepair: a paused GitRepo does not follow new commits until it is
+// resumed; a Bundle of the GitRepo deleted by hand is written back.
+func TestGitRepoPausedAndRepair(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	r := newRepo(t, "paused", false)
+	c1 := r.commit("one", map[string]string{"cm.yaml": configMapYAML("default", "paused", "one")})
+	gr := newGitRepo(t, "paused", r, nil)
+	eventually(t, 60*time.Second, func() error { return wantSynced(t, gr, c1, "paused") })
+
+	patchSpec(t, gr, func(s *fleetv1alpha1.GitRepoSpec) { s.Paused = true })
+	wantCondition(t, gr, fleetv1alpha1.ReasonPaused, "spec.paused")
+	r.commit("two", map[string]string{"cm.yaml": configMapYAML("default", "paused", "two")})
+	// Several polling intervals pass without the new commit being fetched.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		got, err := getGitRepo(t, gr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Commit != c1 {
+			t.Fatalf("a paused GitRepo moved to commit %s", got.Status.Commit)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	patchSpec(t, gr, func(s *fleetv1alpha1.GitRepoSpec) { s.Paused = false })
+	c2 := r.git(r.work, "rev-parse", "HEAD")
+	eventually(t, 30*time.Second, func() error {
+		if err := wantSynced(t, gr, c2, "paused"); err != nil {
+			return err
+		}
+		return wantDownstream(t, map[string]string{"default/paused": "two"})
+	})
+
+	b := &fleetv1alpha1.Bundle{}
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: "paused"}, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgmt.Client.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		got := &fleetv1alpha1.Bundle{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
+			return err
+		}
+		if got.UID == b.UID {
+			return fmt.Errorf("Bundle not deleted yet")
+		}
+		return nil
+	})
+}

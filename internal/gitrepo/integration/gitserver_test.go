@@ -143,3 +143,10 @@ func (r *repo) forcePush(commit string) {
 	r.git(r.work, "reset", "--quiet", "--hard", commit)
 	r.git(r.work, "push", "--quiet", "--force", "origin", "HEAD:main")
 }
+
+// tag creates an annotated tag at HEAD and pushes it.
+func (r *repo) tag(name string) {
+	r.t.Helper()
+	r.git(r.work, "tag", "-a", "-m", name, name)
+	r.git(r.work, "push", "--quiet", "origin", "refs/tags/"+name)
+}

@@ -156,7 +156,7 @@ func setup(ctx context.Context) error {
 		return err
 	}
 	// The importer deploys the agent (no pods run on a plain API server); the agent runs here.
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(180 * time.Second) // generous: CI machines may be loaded
 	for {
 		c := &fleetv1alpha1.Cluster{}
 		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: plainName}, c); err != nil {
