@@ -19,6 +19,10 @@ const (
 	ConditionReady       = "Ready"
 	ConditionProgressing = "Progressing"
 	ConditionFailed      = "Failed"
+	// ConditionRollbackRefused is True while a requested rollback cannot run (reason
+	// ReasonInTreeProviderRemoved or ReasonNothingToRollBack); it leaves the migration's own
+	// outcome (Ready, Failed) as it was.
+	ConditionRollbackRefused = "RollbackRefused"
 
 	ReasonSucceeded  = "Succeeded"
 	ReasonRolledBack = "RolledBack"

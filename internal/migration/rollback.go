@@ -11,15 +11,35 @@ import (
 	"github.com/droverhq/drover/internal/migration/checks"
 )
 
+// Reasons a rollback is refused (stable: tools match on them).
+const (
+	// ReasonInTreeProviderRemoved: the cluster is configured for Kubernetes 1.27 or later,
+	// which has no in-tree AWS provider to return to.
+	ReasonInTreeProviderRemoved = "InTreeProviderRemoved"
+	// ReasonNothingToRollBack: the preflight has not recorded the original configuration.
+	ReasonNothingToRollBack = "NothingToRollBack"
+)
+
+// RollbackRefusedError is a rollback that cannot run in the cluster's current state: retrying
+// does not change that, only a human decision (fix forward, restore a snapshot) does.
+type RollbackRefusedError struct {
+	// Reason is ReasonInTreeProviderRemoved or ReasonNothingToRollBack.
+	Reason string
+	Msg    string
+}
+
+func (e *RollbackRefusedError) Error() string { return e.Msg }
+
 // CanRollback says whether the migration can still be rolled back: only while the configured
-// version is below 1.27, where the in-tree provider still exists.
+// version is below 1.27, where the in-tree provider still exists. A refusal is a
+// *RollbackRefusedError; other errors (reading the state or the document) are transient.
 func (e *Engine) CanRollback(ctx context.Context) error {
 	st, err := e.Store.Load(ctx)
 	if err != nil {
 		return fmt.Errorf("load migration state: %w", err)
 	}
 	if st.Status.Facts.OriginalConfig == "" {
-		return fmt.Errorf("nothing to roll back: the preflight has not recorded the original configuration")
+		return &RollbackRefusedError{Reason: ReasonNothingToRollBack, Msg: "nothing to roll back: the preflight has not recorded the original configuration"}
 	}
 	doc, err := e.Dist.Read(ctx)
 	if err != nil {
@@ -30,7 +50,7 @@ func (e *Engine) CanRollback(ctx context.Context) error {
 		return err
 	}
 	if m, err := Minor(info.KubernetesVersion); err != nil || m >= 27 {
-		return fmt.Errorf("cannot roll back: the cluster is configured for Kubernetes %s, which has no in-tree AWS provider; fix forward, or restore the etcd snapshot taken before the migration", info.KubernetesVersion)
+		return &RollbackRefusedError{Reason: ReasonInTreeProviderRemoved, Msg: fmt.Sprintf("cannot roll back: the cluster is configured for Kubernetes %s, which has no in-tree AWS provider; fix forward, or restore the etcd snapshot taken before the migration", info.KubernetesVersion)}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -135,6 +136,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	rollback := m.Annotations[RollbackAnnotation] == "true" && m.Status.Phase != migrationv1alpha1.PhaseRolledBack
 	waitingForKubeconfig := failedReason(m) == ReasonKubeconfigUnavailable
+	if !rollback {
+		// The rollback request was withdrawn: its refusal no longer applies.
+		if err := r.clearRollbackRefused(ctx, m); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	switch m.Status.Phase {
 	case migrationv1alpha1.PhaseSucceeded, migrationv1alpha1.PhaseRolledBack, migrationv1alpha1.PhaseFailed:
 		if !rollback && !waitingForKubeconfig {
@@ -187,8 +194,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if rollback {
 		log.Info("Rolling back migration")
-		if err := eng.Rollback(ctx); err != nil {
+		err := eng.Rollback(ctx)
+		var refused *migration.RollbackRefusedError
+		switch {
+		case errors.As(err, &refused):
+			// Retrying cannot help (the version does not go back below 1.27 by itself): record
+			// why and stop; removing the annotation (an update event) clears it.
+			return ctrl.Result{}, r.refuseRollback(ctx, m, refused)
+		case err != nil:
 			return ctrl.Result{}, fmt.Errorf("roll back: %w", err)
+		}
+		if err := r.clearRollbackRefused(ctx, m); err != nil {
+			return ctrl.Result{}, err
 		}
 		r.event(m, corev1.EventTypeNormal, "RolledBack", "Rolled back to the in-tree AWS cloud provider")
 		return ctrl.Result{}, nil
@@ -286,6 +303,35 @@ func (r *Reconciler) terminal(ctx context.Context, m *migrationv1alpha1.CloudPro
 		return err // retried: the condition must land
 	}
 	return reconcile.TerminalError(errors.New(msg))
+}
+
+// refuseRollback records a rollback the engine refused (Kubernetes >= 1.27 configured, or
+// nothing recorded to return to) as the RollbackRefused condition and a Warning event, and
+// returns a terminal error: the request is not retried until the object changes.
+func (r *Reconciler) refuseRollback(ctx context.Context, m *migrationv1alpha1.CloudProviderMigration, refused *migration.RollbackRefusedError) error {
+	msg := fmt.Sprintf("%s%s. Remove the %s annotation to clear this condition; the migration does not advance while it is set.", strings.ToUpper(refused.Msg[:1]), refused.Msg[1:], RollbackAnnotation)
+	if c := meta.FindStatusCondition(m.Status.Conditions, migration.ConditionRollbackRefused); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == refused.Reason && c.Message == msg {
+		return reconcile.TerminalError(refused) // recorded already (this is the echo of that write)
+	}
+	if err := r.updateStatus(ctx, m, func(s *migrationv1alpha1.CloudProviderMigrationStatus) {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: migration.ConditionRollbackRefused, Status: metav1.ConditionTrue,
+			Reason: refused.Reason, Message: msg, ObservedGeneration: m.Generation})
+	}); err != nil {
+		return err // retried: the condition must land
+	}
+	r.event(m, corev1.EventTypeWarning, "RollbackRefused", msg)
+	return reconcile.TerminalError(refused)
+}
+
+// clearRollbackRefused removes the RollbackRefused condition, if set.
+func (r *Reconciler) clearRollbackRefused(ctx context.Context, m *migrationv1alpha1.CloudProviderMigration) error {
+	if meta.FindStatusCondition(m.Status.Conditions, migration.ConditionRollbackRefused) == nil {
+		return nil
+	}
+	return r.updateStatus(ctx, m, func(s *migrationv1alpha1.CloudProviderMigrationStatus) {
+		meta.RemoveStatusCondition(&s.Conditions, migration.ConditionRollbackRefused)
+	})
 }
 
 // updateStatus applies mutate to m's status and writes it. On a conflict it re-reads m and

@@ -517,3 +517,93 @@ func TestControllerKubeconfigAndConflicts(t *testing.T) {
 		wantCondition(t, m, migration.ConditionFailed, metav1.ConditionTrue, controller.ReasonUnsupported, "drover migrate cloud-provider apply --distribution rke1")
 	})
 }
+
+// countingReader counts the uncached reads of one migration: each reconcile of it starts with one.
+type countingReader struct {
+	client.Reader
+	key types.NamespacedName
+	n   atomic.Int32
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*migrationv1alpha1.CloudProviderMigration); ok && key == c.key {
+		c.n.Add(1)
+	}
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestControllerRollbackRefusedAt127: a rollback requested after the migration upgraded the
+// cluster to 1.27 (no in-tree AWS provider left) is refused for good: a RollbackRefused
+// condition says what to do instead, the migration's outcome is left alone, the controller
+// does not retry it, and withdrawing the request clears the condition.
+func TestControllerRollbackRefusedAt127(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := newEnv(t, envOpts{rke2: true})
+	key := e.createMigration(t, migrationv1alpha1.CloudProviderMigrationSpec{
+		Distribution:      migrationv1alpha1.DistributionRKE2,
+		ClusterRef:        &migrationv1alpha1.ClusterReference{Namespace: e.key.Namespace, Name: e.key.Name},
+		KubernetesVersion: "v1.27.16+rke2r1",
+	}, true)
+	r := e.reconciler(time.Minute, &counter{})
+	reads := &countingReader{Reader: full.Client, key: key}
+	r.APIReader = reads
+	startController(t, ctx, e.ns, r)
+	m, err := waitMigration(ctx, key, 2*time.Minute, finished)
+	if err != nil {
+		t.Fatalf("%v (status %+v)", err, m.Status)
+	}
+	if m.Status.Phase != migrationv1alpha1.PhaseSucceeded {
+		t.Fatalf("phase %s, want Succeeded: %+v", m.Status.Phase, m.Status.Conditions)
+	}
+
+	m.Annotations = map[string]string{controller.RollbackAnnotation: "true"}
+	if err := full.Client.Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	m, err = waitMigration(ctx, key, 30*time.Second, func(m *migrationv1alpha1.CloudProviderMigration) bool {
+		return meta.FindStatusCondition(m.Status.Conditions, migration.ConditionRollbackRefused) != nil
+	})
+	if err != nil {
+		t.Fatalf("no %s condition: %v (status %+v)", migration.ConditionRollbackRefused, err, m.Status)
+	}
+	wantCondition(t, m, migration.ConditionRollbackRefused, metav1.ConditionTrue, migration.ReasonInTreeProviderRemoved,
+		"Cannot roll back: the cluster is configured for Kubernetes v1.27.16+rke2r1, which has no in-tree AWS provider; fix forward, or restore the etcd snapshot taken before the migration. Remove the migration.drover.io/rollback annotation")
+	wantCondition(t, m, migration.ConditionReady, metav1.ConditionTrue, migration.ReasonSucceeded, "out-of-tree")
+	if m.Status.Phase != migrationv1alpha1.PhaseSucceeded {
+		t.Errorf("phase %s after the refused rollback, want Succeeded (the outcome is left alone)", m.Status.Phase)
+	}
+	wantEvents(t, key, map[string]int{"RollbackRefused": 1}, corev1.EventTypeWarning+":RollbackRefused:no in-tree AWS provider")
+
+	// Not retried: after the reconcile that recorded the refusal and the one its own status
+	// write brings, nothing reconciles the object again and its status is not rewritten. A
+	// retried error would be back within milliseconds (5 ms, 10 ms, 20 ms, ... backoff).
+	settled := reads.n.Load()
+	rv := m.ResourceVersion
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if err := full.Client.Get(ctx, key, m); err != nil {
+			t.Fatal(err)
+		}
+		if m.ResourceVersion != rv || m.Generation != 1 {
+			t.Fatalf("the migration changed after the refusal (resourceVersion %s -> %s, generation %d): %+v", rv, m.ResourceVersion, m.Generation, m.Status.Conditions)
+		}
+		if n := reads.n.Load(); n > settled+1 {
+			t.Fatalf("the refused rollback was reconciled %d more times: retried, not terminal", n-settled)
+		}
+	}
+
+	// Withdrawing the request clears the condition (the update event reconciles it).
+	delete(m.Annotations, controller.RollbackAnnotation)
+	if err := full.Client.Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	m, err = waitMigration(ctx, key, 30*time.Second, func(m *migrationv1alpha1.CloudProviderMigration) bool {
+		return meta.FindStatusCondition(m.Status.Conditions, migration.ConditionRollbackRefused) == nil
+	})
+	if err != nil {
+		t.Fatalf("%s not cleared after the annotation was removed: %v (status %+v)", migration.ConditionRollbackRefused, err, m.Status)
+	}
+	if m.Status.Phase != migrationv1alpha1.PhaseSucceeded {
+		t.Errorf("phase %s, want Succeeded", m.Status.Phase)
+	}
+}
