@@ -63,6 +63,9 @@ type Options struct {
 	RenewalTokenTTL time.Duration
 	// DriftInterval is how often applied resources are checked for drift (default 30s).
 	DriftInterval time.Duration
+	// MetricsAddr serves /metrics, HealthAddr /healthz and /readyz, for as long as the agent
+	// runs ("" or "0": not served; drover agent listens on :8080 and :8081).
+	MetricsAddr, HealthAddr string
 }
 
 // Run runs the agent until ctx ends.
@@ -88,6 +91,9 @@ func Run(ctx context.Context, o Options) error {
 	down, err := client.New(o.Config, client.Options{Scheme: register.Scheme})
 	if err != nil {
 		return fmt.Errorf("downstream client: %w", err)
+	}
+	if err := serve(ctx, o); err != nil {
+		return err
 	}
 	a := &agent{o: o, down: down}
 	if !o.LeaderElection {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -145,6 +146,10 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 						Name: "agent", Image: o.Image, Args: []string{"agent", "--namespace", o.Namespace},
 						Env:       append([]corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}, o.Env...),
 						Resources: resources(o.Resources),
+						Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
+							{Name: "health", ContainerPort: HealthPort, Protocol: corev1.ProtocolTCP}},
+						LivenessProbe:  probe("/healthz"),
+						ReadinessProbe: probe("/readyz"),
 						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true),
 							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 					}},
@@ -163,6 +168,24 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// MetricsPort and HealthPort are where drover agent serves /metrics and /healthz, /readyz by
+// default (agent.DefaultMetricsPort, agent.DefaultHealthPort).
+const (
+	MetricsPort = 8080
+	HealthPort  = 8081
+)
+
+// probe is an HTTP probe of the agent's health port. Liveness only needs the process to answer;
+// readiness also needs the downstream API server (agent /readyz).
+func probe(path string) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health"), Scheme: corev1.URISchemeHTTP}},
+		PeriodSeconds:    10,
+		TimeoutSeconds:   5,
+		FailureThreshold: 3,
+	}
 }
 
 // rbacObjects are the agent's downstream rights. The agent applies arbitrary manifests, so by
