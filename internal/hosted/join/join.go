@@ -356,6 +356,11 @@ func (ps *pass) join(ctx context.Context) (reconcile.Result, error) {
 		controllerutil.AddFinalizer(c, Finalizer)
 		// Optimistic lock: a merge patch replaces the whole finalizer list.
 		if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				// The cache is behind (often: the finalizer is there already); the update
+				// event brings the next pass, this is a safety net.
+				return reconcile.Result{RequeueAfter: time.Second}, nil
+			}
 			return reconcile.Result{}, fmt.Errorf("add the join finalizer to %s/%s: %w", c.Namespace, c.Name, err)
 		}
 		ps.orig.ObjectMeta = *c.ObjectMeta.DeepCopy()
