@@ -44,7 +44,7 @@ import (
 func TestServerRightsSuffice(t *testing.T) {
 	t.Run("group", func(t *testing.T) {
 		t.Run("hosted EKS create, active, delete", testHostedEKS)
-		t.Run("agent registration and a Bundle deployed and pruned", testRegistrationAndBundle)
+		t.Run("agent registration, a Bundle deployed and pruned, deregistration", testRegistrationAndBundle)
 		t.Run("RKE2 migration", testMigration)
 	})
 	if reqs := denied.list(); len(reqs) > 0 {
@@ -183,6 +183,25 @@ func testRegistrationAndBundle(t *testing.T) {
 		}
 		if err := cluster.Client.Get(ctx, client.ObjectKeyFromObject(b), b); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("bundle still there: %w", err)
+		}
+		return nil
+	})
+
+	// Deregistration: with the agent stopped, the Cluster is deleted and the server's finalizer
+	// removes what registration made (its namespace, Secrets, Roles, import tokens) first.
+	stopAgent()
+	<-agentDone
+	if err := cluster.Client.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
+		err := cluster.Client.Get(ctx, client.ObjectKeyFromObject(c), &fleetv1alpha1.Cluster{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("cluster still there: %w", err)
+		}
+		cns := &corev1.Namespace{}
+		if err := cluster.Client.Get(ctx, client.ObjectKey{Name: c.Status.Namespace}, cns); err == nil && cns.DeletionTimestamp == nil {
+			return fmt.Errorf("cluster namespace %s not deleted", cns.Name)
 		}
 		return nil
 	})

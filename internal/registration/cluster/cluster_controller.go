@@ -96,6 +96,8 @@ func orDefault(v, def int) int {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch;create;update;patch;delete;deletecollection
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// The import tokens made for a Cluster are deleted with it, by label.
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrationtokens,verbs=deletecollection
 
 // Reconcile ensures the cluster namespace, or cleans up a deleted Cluster.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
