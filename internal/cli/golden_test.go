@@ -76,7 +76,12 @@ func seedGolden(t *testing.T) {
 			ClusterRef:          &migrationv1alpha1.ClusterReference{Namespace: "fleet-default", Name: "prod"},
 			KubeconfigSecretRef: migrationv1alpha1.SecretKeyReference{Name: "prod-kubeconfig"}, KubernetesVersion: "v1.27.16+rke2r1"},
 	}
-	for _, o := range []client.Object{prod, staging, web, edge, mig} {
+	repo := &fleetv1alpha1.GitRepo{
+		ObjectMeta: metav1.ObjectMeta{Namespace: goldenNS, Name: "apps", Labels: labels},
+		Spec: fleetv1alpha1.GitRepoSpec{Repo: "https://git.example.com/acme/apps.git", Branch: "main", Paths: []string{"web", "monitoring/*"},
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}}},
+	}
+	for _, o := range []client.Object{prod, staging, web, edge, mig, repo} {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatalf("create %s: %v", o.GetName(), err)
 		}
@@ -99,7 +104,16 @@ func seedGolden(t *testing.T) {
 		{Index: 1, Name: "EnableLeaderMigration", Phase: migrationv1alpha1.StepSucceeded},
 		{Index: 2, Name: "CordonControlPlane", Phase: migrationv1alpha1.StepPending, Message: "waiting for the nodes"},
 	}}
-	for _, o := range []client.Object{prod, staging, web, edge, mig} {
+	repo.Status = fleetv1alpha1.GitRepoStatus{Commit: "4f2a9c1e0b7d3a6f8e5c2b1a0d9e8f7c6b5a4d3e", Summary: fleetv1alpha1.GitRepoSummary{Bundles: 2, ReadyBundles: 1},
+		Bundles: []fleetv1alpha1.GitRepoBundle{
+			{Name: "apps-web", Path: "web", Ready: 2, DesiredReady: 2},
+			{Name: "apps-monitoring-prometheus", Path: "monitoring/prometheus", Ready: 0, DesiredReady: 2, Message: "edge-1: waiting for the agent"},
+		},
+		Conditions: []metav1.Condition{
+			cond(fleetv1alpha1.ConditionSynced, metav1.ConditionTrue, "Synced", "commit 4f2a9c1e0b7d deployed"),
+			cond(fleetv1alpha1.ConditionReady, metav1.ConditionFalse, fleetv1alpha1.ReasonBundlesNotReady, "1 of 2 Bundles ready"),
+		}}
+	for _, o := range []client.Object{prod, staging, web, edge, mig, repo} {
 		if err := c.Status().Update(ctx, o); err != nil {
 			t.Fatalf("status of %s: %v", o.GetName(), err)
 		}
@@ -150,6 +164,8 @@ func TestGoldenOutput(t *testing.T) {
 		{"fleet-get", []string{"fleet", "get", "edge-1"}, false},
 		{"migrate-list", []string{"migrate", "list"}, true},
 		{"migrate-get", []string{"migrate", "get", "rke2-prod"}, false},
+		{"gitrepo-list", []string{"gitrepo", "list"}, true},
+		{"gitrepo-get", []string{"gitrepo", "get", "apps"}, false},
 	}
 	for _, c := range commands {
 		for _, f := range formats {
