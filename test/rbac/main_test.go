@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/droverhq/drover/internal/bundle"
+	"github.com/droverhq/drover/internal/gitrepo"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/hosted/eks"
 	migrationcontroller "github.com/droverhq/drover/internal/migration/controller"
@@ -166,6 +167,7 @@ func controllers() []func(ctrl.Manager) error {
 		},
 		registration.Controllers(registration.Options{}),
 		bundle.Controllers(bundle.Options{ManageAgents: true}),
+		gitrepo.Controllers(),
 	}
 }
 
