@@ -125,7 +125,7 @@ func bundleReady(c client.Client, key client.ObjectKey) func(context.Context) (s
 		}
 		r := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady)
 		return state{
-			line: fmt.Sprintf("%d/%d clusters ready, %d pending, %d errored", s.Ready, s.DesiredReady, s.Pending, s.ErrApplied),
+			line: fmt.Sprintf("%s %d/%d clusters ready, %d pending, %d errored", progressBar(s.Ready, s.DesiredReady, 20), s.Ready, s.DesiredReady, s.Pending, s.ErrApplied),
 			done: r != nil && r.Status == "True" && r.ObservedGeneration == b.Generation,
 		}, nil
 	}

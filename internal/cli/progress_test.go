@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 )
 
@@ -40,5 +45,34 @@ func TestMigrationProgressBar(t *testing.T) {
 	}
 	if got := progressBar(0, 0, 4); got != "[####]" {
 		t.Errorf("progressBar with no steps = %q, want full", got)
+	}
+}
+
+// TestBundleWaitProgress: bundle apply --wait shows a progress bar of the clusters ready.
+func TestBundleWaitProgress(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := mgmt.Namespace(t)
+	b := &fleetv1alpha1.Bundle{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: fleetv1alpha1.BundleSpec{
+			Resources: []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web"}}`)}},
+			Targets:   []fleetv1alpha1.BundleTarget{{ClusterName: "edge"}},
+		},
+	}
+	if err := mgmt.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	b.Status.ObservedGeneration = b.Generation
+	b.Status.Summary = fleetv1alpha1.BundleSummary{DesiredReady: 4, Ready: 1, Pending: 3}
+	if err := mgmt.Client.Status().Update(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	s, err := bundleReady(mgmt.Client, client.ObjectKeyFromObject(b))(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[#####...............] 1/4 clusters ready, 3 pending, 0 errored"; s.line != want || s.done {
+		t.Errorf("progress %q (done %v), want %q", s.line, s.done, want)
 	}
 }
