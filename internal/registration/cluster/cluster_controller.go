@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/metrics"
 	"github.com/droverhq/drover/internal/registration/internal/kube"
 	"github.com/droverhq/drover/internal/registration/names"
 )
@@ -103,9 +104,13 @@ func orDefault(v, def int) int {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &fleetv1alpha1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.FleetClusters.Delete(req.String())
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !c.DeletionTimestamp.IsZero() {
+		metrics.FleetClusters.Delete(req.String())
 		return ctrl.Result{}, r.delete(ctx, c)
 	}
 	before := c.DeepCopy()
@@ -142,6 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, now.Reason, "CheckCredential", "%s", now.Message)
 	}
 	r.connectionEvent(c, meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionReady))
+	metrics.FleetClusters.Set(req.String(), connectionState(c))
 	return ctrl.Result{RequeueAfter: next}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/metrics"
 	"github.com/droverhq/drover/internal/registration/internal/kube"
 )
 
@@ -42,6 +43,17 @@ func (r *Reconciler) connection(c *fleetv1alpha1.Cluster) time.Duration {
 			"it is Ready again at the agent's next check-in.",
 		seen.UTC().Format(time.RFC3339), r.AgentDisconnectAfter, ns))
 	return 0
+}
+
+// connectionState is c's state for the drover_fleet_clusters metric.
+func connectionState(c *fleetv1alpha1.Cluster) string {
+	switch {
+	case c.Status.Agent.LastSeen == nil:
+		return metrics.StateWaiting
+	case Disconnected(c):
+		return metrics.StateDisconnected
+	}
+	return metrics.StateConnected
 }
 
 // Disconnected reports whether c's agent checked in before but is now disconnected (Ready=False,

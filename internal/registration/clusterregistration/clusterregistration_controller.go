@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/metrics"
 	clusterctrl "github.com/droverhq/drover/internal/registration/cluster"
 	"github.com/droverhq/drover/internal/registration/internal/kube"
 	"github.com/droverhq/drover/internal/registration/names"
@@ -69,7 +70,9 @@ type Reconciler struct {
 	// (default 30 days; the agent renews it while it is online). An agent offline for longer
 	// needs a new bootstrap.
 	RenewalTokenTTL time.Duration
-	// Recorder, when set, records an Event on a Cluster whose agent re-registered.
+	// Recorder, when set, records Events: a registration granted (on it and its Cluster),
+	// denied, or superseded by a newer one, an old request identity revoked (on the Cluster),
+	// an agent re-registered. Never a token.
 	Recorder events.EventRecorder
 	// MaxConcurrentReconciles defaults to 128: a grant is a few dependent requests, mostly
 	// waiting (64 left the 1,000-agent benchmark worker-bound, 256 gained nothing more).
@@ -153,9 +156,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	before := cr.DeepCopy()
 	deny := func(reason, msg string) (ctrl.Result, error) {
+		old := meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionGranted)
 		kube.SetCondition(&cr.Status.Conditions, cr.Generation, fleetv1alpha1.ConditionGranted, false, reason, msg)
 		if err := kube.PatchStatus(ctx, r.Client, cr, before); err != nil {
 			return ctrl.Result{}, err
+		}
+		if old == nil || old.Reason != reason {
+			// Once per finding, not once per pass.
+			metrics.Registrations.WithLabelValues("denied", reason).Inc()
+			r.event(cr, nil, corev1.EventTypeWarning, fleetv1alpha1.EventRegistrationDenied, "Register", "%s: %s", reason, msg)
 		}
 		return ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
 	}
@@ -180,6 +189,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for i := range siblings {
 		if newer(&siblings[i], cr) {
 			ctrl.LoggerFrom(ctx).Info("Deleting superseded ClusterRegistration", "newer", siblings[i].Name)
+			r.event(cr, nil, corev1.EventTypeNormal, fleetv1alpha1.EventRegistrationSuperseded, "Register",
+				"Superseded by the newer registration %s of the same clientID: deleted", siblings[i].Name)
 			return ctrl.Result{}, kube.Delete(ctx, r.Client, cr)
 		}
 	}
@@ -246,6 +257,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// registration storm every agent gets its credential first.
 	r.answered.Store(cr.UID, cluster.UID)
 	return ctrl.Result{RequeueAfter: time.Millisecond, Priority: ptr.To(bookkeepingPriority)}, nil
+}
+
+// event records an Event when r has a Recorder.
+func (r *Reconciler) event(regarding, related runtime.Object, typ, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(regarding, related, typ, reason, action, note, args...)
+	}
 }
 
 // bookkeepingPriority queues the second half of a grant behind new registrations (the
@@ -317,6 +335,14 @@ func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.
 	}
 	for i := range siblings {
 		if s := &siblings[i]; s.Name != cr.Name {
+			if s.DeletionTimestamp.IsZero() {
+				r.event(s, nil, corev1.EventTypeNormal, fleetv1alpha1.EventRegistrationSuperseded, "Register",
+					"Superseded by registration %s of the same clientID: deleted", cr.Name)
+				if s.Status.Granted {
+					r.event(cluster, s, corev1.EventTypeNormal, fleetv1alpha1.EventCredentialRevoked, "Revoke",
+						"The request identity of registration %s was revoked: registration %s replaced it", s.Name, cr.Name)
+				}
+			}
 			if err := kube.Delete(ctx, r.Client, s); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -329,6 +355,10 @@ func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.
 		return ctrl.Result{}, err
 	}
 	r.answered.Delete(cr.UID)
+	metrics.Registrations.WithLabelValues("granted", fleetv1alpha1.ReasonSucceeded).Inc()
+	metrics.GrantDuration.Observe(time.Since(cr.CreationTimestamp.Time).Seconds())
+	r.event(cr, cluster, corev1.EventTypeNormal, fleetv1alpha1.EventRegistrationGranted, "Register", "Granted: the agent is Cluster %s/%s", cluster.Namespace, cluster.Name)
+	r.event(cluster, cr, corev1.EventTypeNormal, fleetv1alpha1.EventRegistrationGranted, "Register", "The agent registered (registration %s)", cr.Name)
 	return ctrl.Result{}, nil
 }
 

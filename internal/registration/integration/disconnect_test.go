@@ -50,6 +50,9 @@ func TestAgentDisconnectedAndBack(t *testing.T) {
 		t.Errorf("message %q does not say when the agent was last seen (%s)", cond.Message, seen)
 	}
 	waitEvent(t, ws, name, fleetv1alpha1.ReasonAgentDisconnected)
+	if got := metric(t, "drover_fleet_clusters", map[string]string{"state": "disconnected"}); got < 1 {
+		t.Errorf("drover_fleet_clusters{state=disconnected} = %v, want at least 1", got)
+	}
 
 	startAgent(t, downstream.Config, agentNS, clientID)
 	eventually(t, 60*time.Second, func() error {
