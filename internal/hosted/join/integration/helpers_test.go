@@ -168,6 +168,9 @@ func (w *world) hostedCluster(name string) *v1.Cluster {
 	return c
 }
 
+// principal is drover's IAM principal in the EKS world.
+func (w *world) principal() string { return w.eks.Principal(droverKey) }
+
 // region is the region label drover gives the world's clusters.
 func (w *world) region() string {
 	return map[string]string{"eks": "us-west-2", "aks": "westeurope", "gke": "us-central1"}[w.provider]

@@ -40,6 +40,17 @@ func TestJoinLifecycle(t *testing.T) {
 			agentNS := "agent-" + name
 			c := w.hostedCluster(name)
 			c.Spec.Fleet = &v1.FleetJoin{AgentNamespace: agentNS}
+			// Who the kubeconfig authenticates as on the downstream: drover's own identity.
+			var wantUser string
+			switch provider {
+			case "eks":
+				wantUser = w.principal() // its access entry's username
+			case "aks":
+				wantUser = "clusterAdmin"
+				c.Spec.Fleet.AKSCredential = v1.AKSCredentialAdmin // listClusterAdminCredential
+			case "gke":
+				wantUser = "drover@" + gkeProject + ".iam.gserviceaccount.com"
+			}
 			if err := mgmt.Client.Create(ctx, c); err != nil {
 				t.Fatal(err)
 			}
@@ -69,8 +80,8 @@ func TestJoinLifecycle(t *testing.T) {
 			if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != c.UID || s.Labels[join.LabelHostedCluster] != name {
 				t.Errorf("kubeconfig Secret owner %v labels %v, want the hosted Cluster", s.OwnerReferences, s.Labels)
 			}
-			if user, err := whoAmI(t, s.Data[fleetv1.KeyKubeconfig]); err != nil || user == "" {
-				t.Fatalf("the kubeconfig Secret's %s token on the downstream: user %q, %v", provider, user, err)
+			if user, err := whoAmI(t, s.Data[fleetv1.KeyKubeconfig]); err != nil || user != wantUser {
+				t.Fatalf("the kubeconfig Secret's %s token on the downstream: user %q, %v; want %q", provider, user, err, wantUser)
 			}
 			if f := c.Status.Fleet; f.CredentialsRefreshTime == nil || f.CredentialsExpireTime == nil || !f.CredentialsRefreshTime.Before(f.CredentialsExpireTime) {
 				t.Errorf("status.fleet %+v: want a refresh time before the expiry", f)
