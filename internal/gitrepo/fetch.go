@@ -303,13 +303,13 @@ func read(commit *object.Commit) (*checkout, error) {
 		if err != nil {
 			return nil, failf(fleetv1alpha1.ReasonFetchFailed, err, "walk the tree of commit %s", commit.Hash)
 		}
-		switch {
-		case entry.Mode == filemode.Dir:
+		switch entry.Mode {
+		case filemode.Dir:
 			if !seen[name] {
 				seen[name] = true
 				co.dirs = append(co.dirs, name)
 			}
-		case entry.Mode == filemode.Regular || entry.Mode == filemode.Executable:
+		case filemode.Regular, filemode.Executable:
 			kustomize = kustomize || isKustomization(path.Base(name))
 			if !isManifestFile(name) && path.Base(name) != "Kustomization" {
 				others, otherNames = append(others, entry), append(otherNames, name)
