@@ -704,45 +704,40 @@ func toAny(m map[string]string) map[string]any {
 	return out
 }
 
-// leave removes the cluster from the fleet: the fleet Cluster first (its own finalizer
-// revokes the agent's identity on the management side), then the agent in the cluster, then
-// the kubeconfig Secret, then the join's finalizer — so the hosted reconciler deletes the cloud
-// cluster only after all that.
+// leave removes the cluster from the fleet: the agent first (while it runs it would delete the
+// workloads of the BundleDeployments the fleet Cluster's deletion removes), then the fleet
+// Cluster (its own finalizer revokes the agent's identity), the agent once more (a deployment
+// that raced the first removal), the kubeconfig Secret, and the join's finalizer — so the
+// hosted reconciler deletes the cloud cluster only after all that.
 func (ps *pass) leave(ctx context.Context, why string) (reconcile.Result, error) {
 	c, r := ps.c, ps.r
 	if !controllerutil.ContainsFinalizer(c, Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	log := ctrl.LoggerFrom(ctx)
 	fleet, err := ps.fleetCluster(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if fleet != nil && ownedBy(fleet, c) {
 		if fleet.DeletionTimestamp.IsZero() {
+			// The agent goes first: while it runs, it would delete the workloads of the
+			// BundleDeployments that the fleet Cluster's deletion removes — and an imported
+			// cluster drover forgets keeps its workloads.
+			if !ps.agentRemoved(ctx, why) {
+				return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+			}
 			if err := r.Client.Delete(ctx, fleet); client.IgnoreNotFound(err) != nil {
 				return reconcile.Result{}, fmt.Errorf("delete fleet Cluster %s/%s: %w", c.Namespace, c.Name, err)
 			}
-			ps.event(corev1.EventTypeNormal, "Leaving", "Leave", "%s: deleted fleet Cluster %s/%s; the agent is removed next", why, c.Namespace, c.Name)
+			ps.event(corev1.EventTypeNormal, "Leaving", "Leave", "%s: removed the agent and deleted fleet Cluster %s/%s", why, c.Namespace, c.Name)
 		}
-		ps.set(v1.ConditionJoined, false, v1.ReasonLeaving, why+": waiting for fleet Cluster "+c.Name+" to be deleted, then the agent is removed from the cluster.")
+		ps.set(v1.ConditionJoined, false, v1.ReasonLeaving, why+": the agent is removed; waiting for fleet Cluster "+c.Name+" to be deleted.")
 		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil // its deletion triggers the next pass
 	}
-	if ps.st().KubeconfigSecret != "" || ps.st().ClusterName != "" {
-		if err := ps.removeAgent(ctx); err != nil {
-			since := c.DeletionTimestamp
-			if since == nil {
-				if j := meta.FindStatusCondition(ps.st().Conditions, v1.ConditionJoined); j != nil && j.Reason == v1.ReasonLeaving {
-					since = &j.LastTransitionTime
-				}
-			}
-			if since == nil || r.Clock.Since(since.Time) < r.AgentRemovalTimeout {
-				log.Info("Removing the agent from the cluster failed; retrying", "error", err)
-				ps.set(v1.ConditionJoined, false, v1.ReasonLeaving, why+": removing the agent from the cluster failed, retrying: "+hosted.StableMessage(err))
-				return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
-			}
-			ps.event(corev1.EventTypeWarning, "AgentNotRemoved", "Leave", "%s: the agent could not be removed from the cluster within %s (%s); it stays there, unable to reach drover", why, r.AgentRemovalTimeout, hosted.StableMessage(err))
-		}
+	// Once more now that the fleet Cluster is gone: an agent deployment that raced the first
+	// removal (the importer was busy with it) is removed too; nothing redeploys it any more.
+	if ps.st().ClusterName != "" && !ps.agentRemoved(ctx, why) {
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: SecretName(c.Name)}}
 	if ok, err := ps.secretPresent(ctx, false); err != nil {
@@ -775,6 +770,32 @@ func (ps *pass) leave(ctx context.Context, why string) (reconcile.Result, error)
 	return reconcile.Result{}, nil
 }
 
+// agentRemoved removes the agent from the cluster and reports whether the leave may go on: it
+// is removed, or could not be for AgentRemovalTimeout (counted from the deletion, or from the
+// start of an opt-out), which a Warning event reports.
+func (ps *pass) agentRemoved(ctx context.Context, why string) bool {
+	c, r := ps.c, ps.r
+	err := ps.removeAgent(ctx)
+	if err == nil {
+		return true
+	}
+	since := c.DeletionTimestamp
+	if since == nil {
+		if j := meta.FindStatusCondition(ps.st().Conditions, v1.ConditionJoined); j != nil && j.Reason == v1.ReasonLeaving {
+			since = &j.LastTransitionTime
+		}
+	}
+	if since == nil || r.Clock.Since(since.Time) < r.AgentRemovalTimeout {
+		ctrl.LoggerFrom(ctx).Info("Removing the agent from the cluster is not done; retrying", "error", err)
+		ps.set(v1.ConditionJoined, false, v1.ReasonLeaving, why+": removing the agent from the cluster: "+hosted.StableMessage(err)+"; retrying.")
+		return false
+	}
+	if prev, _ := r.warned.Swap(c.UID, "AgentNotRemoved"); prev != "AgentNotRemoved" {
+		ps.event(corev1.EventTypeWarning, "AgentNotRemoved", "Leave", "%s: the agent could not be removed from the cluster within %s (%s); it stays there, unable to reach drover", why, r.AgentRemovalTimeout, hosted.StableMessage(err))
+	}
+	return true
+}
+
 // removeAgent deletes the agent's objects from the cluster with fresh credentials (the stored
 // token may have expired). A cluster that is gone or cannot be reached any more has no agent
 // to remove.
@@ -801,7 +822,11 @@ func (ps *pass) removeAgent(ctx context.Context) error {
 	cred.SetNamespace(agentNS)
 	cred.SetName(manifests.CredentialSecret)
 	objs = append(objs, cred)
-	dc, err := client.New(creds.RESTConfig(), client.Options{Scheme: runtime.NewScheme()})
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	dc, err := client.New(creds.RESTConfig(), client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("client for %s: %w", creds.Host, err)
 	}
@@ -810,6 +835,14 @@ func (ps *pass) removeAgent(ctx context.Context) error {
 		if err := dc.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete %s %s downstream: %w", o.GetKind(), client.ObjectKeyFromObject(o), err)
 		}
+	}
+	// Done when no agent pod runs any more (it may still act until it stops).
+	var pods corev1.PodList
+	if err := dc.List(ctx, &pods, client.InNamespace(agentNS), client.MatchingLabels{"app.kubernetes.io/name": manifests.Name}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("list agent pods downstream: %w", err)
+	}
+	if n := len(pods.Items); n > 0 {
+		return fmt.Errorf("%d agent pod(s) still stopping in namespace %s", n, agentNS)
 	}
 	ctrl.LoggerFrom(ctx).Info("Removed the agent from the cluster", "agentNamespace", agentNS)
 	return nil

@@ -264,7 +264,8 @@ func TestKubeconfigRotation(t *testing.T) {
 
 // TestAccessEntryMissing imports an EKS cluster created by someone else: drover's principal has
 // no access entry, so the join reports AccessEntryMissing naming it (and nothing else breaks);
-// adding the entry "in the console" makes the cluster join on the next try.
+// adding the entry "in the console" makes the cluster join on the next try. Forgetting it then
+// removes the agent and keeps the cluster and its workloads.
 func TestAccessEntryMissing(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -315,6 +316,47 @@ func TestAccessEntryMissing(t *testing.T) {
 	}
 	if n := len(events.find(v1.ReasonAccessEntryMissing, name)); n != 1 {
 		t.Errorf("%d AccessEntryMissing events, want 1 (once per finding, not per try)", n)
+	}
+
+	// Forgetting the imported cluster removes drover's agent; the cluster and the workloads
+	// Bundles put there stay.
+	agentNS := "agent-" + name
+	eventually(t, 60*time.Second, func() error {
+		_, err := agentDeployment(ctx, agentNS)
+		return err
+	})
+	startAgent(t, agentNS)
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "workload-" + name}}
+	raw, err := json.Marshal(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgmt.Client.Create(ctx, &fleetv1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "workload"}, Spec: fleetv1.BundleSpec{
+		Resources: []runtime.RawExtension{{Raw: raw}}, DefaultNamespace: agentNS,
+		Targets: []fleetv1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{join.LabelHostedCluster: name}}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
+		return downstream.Client.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: cm.Name}, &corev1.ConfigMap{})
+	})
+	if err := mgmt.Client.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), &v1.Cluster{}); !isGone(err) {
+			return fmt.Errorf("hosted Cluster still there: %v", err)
+		}
+		return nil
+	})
+	if _, err := agentDeployment(ctx, agentNS); !isGone(err) {
+		t.Errorf("agent Deployment after forgetting the cluster: %v, want NotFound", err)
+	}
+	if !w.cloudClusterExists(name) {
+		t.Error("forgetting an imported cluster deleted it in the cloud")
+	}
+	if err := downstream.Client.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: cm.Name}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the Bundle's workload after forgetting the cluster: %v, want it kept", err)
 	}
 }
 

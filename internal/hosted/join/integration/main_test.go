@@ -221,7 +221,8 @@ func startControllers(ctx context.Context) (<-chan struct{}, error) {
 }
 
 // startAgent runs the agent in a goroutine, with the downstream's admin config standing in for
-// the in-cluster config of the Deployment drover deployed (no kubelet runs it here).
+// the in-cluster config of the Deployment drover deployed (no kubelet runs it here). As its pod
+// would, it stops once the Deployment is deleted.
 func startAgent(t *testing.T, ns string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -230,6 +231,21 @@ func startAgent(t *testing.T, ns string) {
 		defer close(done)
 		_ = agent.Run(ctx, agent.Options{Config: downstream.Config, Namespace: ns, HeartbeatInterval: time.Second,
 			RetryMin: time.Second, RetryMax: 4 * time.Second, Identity: "test"})
+	}()
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if _, err := agentDeployment(ctx, ns); apierrors.IsNotFound(err) {
+					cancel() // the "kubelet" stops the pod
+					return
+				}
+			}
+		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 }
