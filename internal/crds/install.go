@@ -9,7 +9,9 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -71,4 +73,61 @@ func Install(ctx context.Context, c client.Client) error {
 		}
 	}
 	return nil
+}
+
+// WaitServed waits until the API server's discovery lists every embedded CRD's resource in
+// each of its served versions. Established comes first: discovery can lag it by a moment, and
+// a manager started in between fails to map the kinds ("no matches for kind"). With CRDs owned
+// by Helm or GitOps (not installed by drover) it says which one is missing.
+func WaitServed(ctx context.Context, d discovery.DiscoveryInterface, timeout time.Duration) error {
+	list, err := Load()
+	if err != nil {
+		return err
+	}
+	for _, crd := range list {
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			gv := crd.Spec.Group + "/" + v.Name
+			var last error
+			err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+				res, err := d.ServerResourcesForGroupVersion(gv)
+				if err != nil {
+					last = err
+					return false, nil
+				}
+				for _, r := range res.APIResources {
+					if r.Name == crd.Spec.Names.Plural {
+						return true, nil
+					}
+				}
+				last = fmt.Errorf("%s not listed", crd.Spec.Names.Plural)
+				return false, nil
+			})
+			if err != nil {
+				return fmt.Errorf("CRD %s (%s) is not served by the API server (%w): install drover's CRDs (drover server --install-crds, or the chart with installCRDs=true): %w", crd.Name, gv, last, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Missing lists the embedded CRDs the cluster does not have.
+func Missing(ctx context.Context, c client.Client) ([]string, error) {
+	list, err := Load()
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, crd := range list {
+		err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{})
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, crd.Name)
+		case err != nil:
+			return nil, fmt.Errorf("read CRD %s: %w", crd.Name, err)
+		}
+	}
+	return missing, nil
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -150,6 +151,21 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		if err := crds.Install(ctx, c); err != nil {
 			return fmt.Errorf("install drover CRDs: %w", err)
 		}
+	} else {
+		missing, err := crds.Missing(ctx, c)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("--install-crds=false but the cluster lacks drover's CRDs %s: install them (the chart with installCRDs=true, or kubectl apply -f config/crd/bases) or drop --install-crds=false", strings.Join(missing, ", "))
+		}
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create discovery client: %w", err)
+	}
+	if err := crds.WaitServed(ctx, dc, 30*time.Second); err != nil {
+		return err
 	}
 	if err := ensureNamespace(ctx, c, SystemNamespace); err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/registration/config"
 	"github.com/droverhq/drover/internal/server"
+	"github.com/droverhq/drover/test/envtest"
 )
 
 // droverServer is a running `drover server` process.
@@ -223,11 +224,21 @@ func TestServerBadInputStopsWithOneClearLine(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A cluster without drover's CRDs, for --install-crds=false.
+	bare, err := envtest.Start("no-crds", envtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bare.Stop() })
+	bareKubeconfig := writeKubeconfig(t, bare.Config, filepath.Join(tmp, "bare.kubeconfig"))
+
 	tests := []struct {
 		name string
 		args []string
 		want []string
 	}{
+		{"CRDs missing with --install-crds=false", []string{"--kubeconfig", bareKubeconfig, "--install-crds=false", "--leader-elect=false"},
+			[]string{"--install-crds=false", "clusters.management.drover.io", "installCRDs=true"}},
 		{"data dir not writable", []string{"--data-dir", filepath.Join(aFile, "data")}, []string{"data dir", "--data-dir"}},
 		{"apiserver port in use", []string{"--apiserver-port", busyPort}, []string{"port " + busyPort, "in use", "--apiserver-port"}},
 		{"health port in use", []string{"--health-probe-bind-address", "127.0.0.1:" + busyPort}, []string{"--health-probe-bind-address", "cannot listen"}},
