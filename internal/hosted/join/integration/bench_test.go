@@ -51,7 +51,14 @@ func benchJoin(b *testing.B, n int) {
 		})
 		return err
 	})
-	time.Sleep(simDelay) // the simulator's clusters become ACTIVE after its delay
+	eventually(b, time.Minute, func() error { // the simulator's clusters become ACTIVE after its delay
+		for i := range n {
+			if st, _ := w.eks.Cluster("us-west-2", fmt.Sprintf("%s-%d", prefix, i)); st.Status != "ACTIVE" {
+				return fmt.Errorf("cluster %d is %q", i, st.Status)
+			}
+		}
+		return nil
+	})
 
 	writes0, join0 := mgmtWrites.Load(), joinWrites.Load()
 	start := time.Now()
