@@ -40,7 +40,7 @@ type Options struct {
 
 // Setup adds the bundle and content-access controllers to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
-	if err := (&Reconciler{Client: mgr.GetClient(), Workers: opts.Workers}).SetupWithManager(mgr); err != nil {
+	if err := (&Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, Recorder: mgr.GetEventRecorder("drover-bundle")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up bundle controller: %w", err)
 	}
 	if err := (&ContentAccessReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {

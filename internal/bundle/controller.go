@@ -7,14 +7,18 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/metrics"
 )
 
 // Finalizer keeps a Bundle until its BundleDeployments and unused contents are deleted: they
@@ -43,6 +48,14 @@ type Reconciler struct {
 	Workers int
 	// Concurrency is the number of Bundles reconciled at once (default 8).
 	Concurrency int
+	// Recorder, when set, records Events on Bundles: RolloutHalted, ResourcesNotReady,
+	// DriftCorrected (names and states only, never a resource's values).
+	Recorder events.EventRecorder
+
+	// corrections holds, per BundleDeployment UID, the last drift correction announced; started
+	// is when this controller started (corrections before it are not announced again).
+	corrections sync.Map
+	started     time.Time
 }
 
 // SetupWithManager registers the controller.
@@ -53,6 +66,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Concurrency == 0 {
 		r.Concurrency = 8
 	}
+	r.started = time.Now()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &fleetv1alpha1.BundleDeployment{}, bundleIndex, func(o client.Object) []string {
 		if k := bundleKey(o); k != "" {
 			return []string{k}
@@ -185,6 +199,7 @@ func matchAny(ts []fleetv1alpha1.BundleTarget, c *fleetv1alpha1.Cluster) (bool, 
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=bundles/finalizers,verbs=update
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=bundledeployments;bundlecontents,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile makes the BundleDeployments match the Bundle and the targeted clusters.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -213,6 +228,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.deleteUnused(ctx, req.Namespace, req.Name, unused); err != nil {
 			return ctrl.Result{}, err
 		}
+		metrics.Bundles.Delete(req.String())
+		metrics.BundleDeployments.Delete(req.String())
 		if b.Name != "" && controllerutil.ContainsFinalizer(b, Finalizer) {
 			patch := client.MergeFrom(b.DeepCopy())
 			controllerutil.RemoveFinalizer(b, Finalizer)
@@ -358,6 +375,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	b.Status.ObservedGeneration, b.Status.Content, b.Status.DeploymentID = b.Generation, contentName, spec.DeploymentID
 	b.Status.Summary = summarize(bds, spec.DeploymentID, len(targeted))
 	readyCond(b)
+	halted := !b.Spec.Rollout.Paused && len(outdated) > len(update) && len(update) == 0 && failedAt(bds, spec.DeploymentID) > 0
+	if halted {
+		s := b.Status.Summary
+		meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+			Reason: fleetv1alpha1.EventRolloutHalted, ObservedGeneration: b.Generation, Message: fmt.Sprintf(
+				"Rollout halted: %d clusters held at the previous version because %d clusters failed to apply this one and maxUnavailable is reached; "+
+					"fix the Bundle (see status.summary.nonReadyClusters) or raise rollout.maxUnavailable", len(outdated)-len(update), s.ErrApplied)})
+	}
 	b.Status.Contents = []string{contentName}
 	for _, bd := range bds {
 		if ref := bd.Spec.Content; ref != nil && ref.Namespace == b.Namespace && !slices.Contains(b.Status.Contents, ref.Name) {
@@ -368,6 +393,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
+	}
+	r.record(b, before, bds)
+	for _, bd := range remove {
+		r.corrections.Delete(bd.UID)
 	}
 	// Contents this Bundle stopped using go when no other Bundle lists them.
 	var released []string
@@ -459,6 +488,72 @@ func (r *Reconciler) ensureContent(ctx context.Context, b *fleetv1alpha1.Bundle)
 		return "", fmt.Errorf("create content %s: %w", name, err)
 	}
 	return name, nil
+}
+
+// failedAt counts the BundleDeployments that failed to apply deployment id.
+func failedAt(bds []*fleetv1alpha1.BundleDeployment, id string) int {
+	n := 0
+	for _, bd := range bds {
+		applied := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionApplied)
+		if bd.Spec.DeploymentID == id && applied != nil && applied.Status == metav1.ConditionFalse && applied.ObservedGeneration == bd.Generation &&
+			applied.Reason != fleetv1alpha1.ReasonUnknownKind {
+			n++
+		}
+	}
+	return n
+}
+
+// record updates b's metrics and records Events for what changed since before: the rollout
+// halted, clusters whose resources became not ready, drift corrected by agents.
+func (r *Reconciler) record(b, before *fleetv1alpha1.Bundle, bds []*fleetv1alpha1.BundleDeployment) {
+	key := client.ObjectKeyFromObject(b).String()
+	s := b.Status.Summary
+	ready := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady)
+	state := "not_ready"
+	if ready.Status == metav1.ConditionTrue {
+		state = "ready"
+	}
+	metrics.Bundles.Set(key, state, ready.Reason)
+	metrics.BundleDeployments.SetCounts(key, map[string]int{"ready": s.Ready, "not_ready": s.NotReady, "pending": s.Pending,
+		"modified": s.Modified, "err_applied": s.ErrApplied, "out_of_date": s.OutOfDate})
+
+	event := func(typ, reason, note string, args ...any) {
+		metrics.BundleEvents.WithLabelValues(reason).Inc()
+		if r.Recorder != nil {
+			r.Recorder.Eventf(b, nil, typ, reason, "Rollout", note, args...)
+		}
+	}
+	if old := meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionReady); ready.Reason == fleetv1alpha1.EventRolloutHalted &&
+		(old == nil || old.Reason != fleetv1alpha1.EventRolloutHalted) {
+		event(corev1.EventTypeWarning, fleetv1alpha1.EventRolloutHalted, "%s", ready.Message)
+	}
+	wasNotReady := map[string]bool{}
+	for _, c := range before.Status.Summary.NonReadyClusters {
+		if c.State == "NotReady" {
+			wasNotReady[c.Name] = true
+		}
+	}
+	for _, c := range s.NonReadyClusters {
+		if c.State == "NotReady" && !wasNotReady[c.Name] {
+			event(corev1.EventTypeWarning, fleetv1alpha1.EventResourcesNotReady, "Cluster %s: %s", c.Name, c.Message)
+		}
+	}
+	for _, bd := range bds {
+		cond := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionDriftCorrected)
+		if cond == nil || cond.Status != metav1.ConditionTrue {
+			continue
+		}
+		at := cond.LastTransitionTime.Time
+		last := r.started
+		if v, ok := r.corrections.Load(bd.UID); ok {
+			last = v.(time.Time)
+		}
+		if !at.After(last) {
+			continue
+		}
+		r.corrections.Store(bd.UID, at)
+		event(corev1.EventTypeNormal, fleetv1alpha1.EventDriftCorrected, "Cluster %s: %s", bd.Labels[fleetv1alpha1.ClusterLabel], cond.Message)
+	}
 }
 
 func readyAt(bd *fleetv1alpha1.BundleDeployment, id string) bool {

@@ -70,6 +70,9 @@ const (
 	ConditionAgentCredential = "AgentCredential"
 	// ConditionApplied: the BundleDeployment's manifests were applied downstream.
 	ConditionApplied = "Applied"
+	// ConditionDriftCorrected (BundleDeployment): the agent last re-applied resources changed
+	// downstream (correctDrift) at the condition's lastTransitionTime; the message names them.
+	ConditionDriftCorrected = "DriftCorrected"
 )
 
 // Condition reasons. They are part of the API: tools and tests match on them.

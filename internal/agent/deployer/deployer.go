@@ -450,7 +450,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 	log := ctrl.LoggerFrom(ctx)
 	var states []fleetv1alpha1.ResourceState
 	modified, missing := 0, 0
-	var notReady []string
+	var notReady, corrected []string
 	var failed error
 	for _, u := range objs {
 		err := r.resolve(bd, u)
@@ -493,6 +493,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 				failed = errors.Join(failed, err)
 			} else {
 				st = stateOf(u)
+				corrected = append(corrected, describe(u))
 			}
 		}
 		switch st.State {
@@ -504,6 +505,16 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 		states = append(states, st)
 	}
 	bd.Status.Resources = states
+	if len(corrected) > 0 {
+		// A new transition time for every correction: the bundle controller records an Event
+		// per correction it sees. Kinds and names only, never values.
+		meta.RemoveStatusCondition(&bd.Status.Conditions, fleetv1alpha1.ConditionDriftCorrected)
+		msg := "Re-applied after changes downstream: " + strings.Join(corrected, ", ")
+		if len(msg) > 1024 {
+			msg = msg[:1021] + "..."
+		}
+		setCond(bd, fleetv1alpha1.ConditionDriftCorrected, true, fleetv1alpha1.EventDriftCorrected, msg)
+	}
 	bd.Status.NonModified = modified == 0 && missing == 0
 	bd.Status.Ready = missing == 0 && failed == nil && len(notReady) == 0
 	switch {

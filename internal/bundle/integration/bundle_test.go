@@ -224,6 +224,31 @@ func TestDriftIsReportedAndCorrected(t *testing.T) {
 			}
 			return nil
 		})
+		// With correctDrift on, a change downstream is corrected by the agent's drift check, and an
+		// Event names the cluster and the resource, not the values.
+		eventually(t, 10*time.Second, func() error {
+			if err := plain.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+				return err
+			}
+			cm.Data["color"] = "red"
+			return plain.Client.Update(ctx, cm)
+		})
+		eventually(t, 30*time.Second, func() error {
+			if err := plain.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+				return err
+			}
+			if cm.Data["color"] != "blue" {
+				return fmt.Errorf("downstream color %q", cm.Data["color"])
+			}
+			return nil
+		})
+		ev := bundleEvent(t, b.Name, fleetv1alpha1.EventDriftCorrected)
+		if !strings.Contains(ev.Note, plainName) || !strings.Contains(ev.Note, "ConfigMap default/drift") || strings.Contains(ev.Note, "red") {
+			t.Errorf("DriftCorrected note %q", ev.Note)
+		}
+		if got := metric(t, "drover_bundle_events_total", map[string]string{"reason": fleetv1alpha1.EventDriftCorrected}); got < 1 {
+			t.Errorf("drover_bundle_events_total{reason=DriftCorrected} = %v", got)
+		}
 	})
 }
 
@@ -409,6 +434,13 @@ func TestWorkloadReadiness(t *testing.T) {
 			}
 			return nil
 		})
+		ev := bundleEvent(t, b.Name, fleetv1alpha1.EventResourcesNotReady)
+		if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "Cluster "+fullName+": ") || !strings.Contains(ev.Note, "Deployment default/web-ready") {
+			t.Errorf("ResourcesNotReady event %s %q", ev.Type, ev.Note)
+		}
+		if got := metric(t, "drover_bundle_deployments", map[string]string{"state": "not_ready"}); got < 1 {
+			t.Errorf("drover_bundle_deployments{state=not_ready} = %v", got)
+		}
 	})
 	t.Run("schedulable again: ready", func(t *testing.T) {
 		eventually(t, 10*time.Second, func() error {
