@@ -122,7 +122,7 @@ func TestGitRepoRights(t *testing.T) {
 			return err
 		}
 		if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: b}, &fleetv1alpha1.Bundle{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("Bundle %s of the removed path still there (%v)", b, err)
+			return fmt.Errorf("Bundle %s of the removed path still there (%w)", b, err)
 		}
 		return nil
 	})

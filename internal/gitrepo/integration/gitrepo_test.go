@@ -171,7 +171,7 @@ func TestGitRepoFollowsCommits(t *testing.T) {
 			return err
 		}
 		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: bundleB}, &fleetv1alpha1.Bundle{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("Bundle %s of the removed path still there (%v)", bundleB, err)
+			return fmt.Errorf("Bundle %s of the removed path still there (%w)", bundleB, err)
 		}
 		return wantDownstream(t, map[string]string{"follow-a/a": "one", "follow-b/b1": "", "follow-b/b2": ""})
 	})
