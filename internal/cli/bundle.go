@@ -223,37 +223,9 @@ func newBundleStatusCommand(k *kubeOptions) *cobra.Command {
 }
 
 func newBundleListCommand(k *kubeOptions) *cobra.Command {
-	var o output
-	cmd := &cobra.Command{
-		Use: "list", Short: "List Bundles with how many of their clusters are ready", Args: cobra.NoArgs,
-		Example: `  drover bundle list
-  drover bundle list -A -o wide`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			c, ns, err := bundleClient(k)
-			if err != nil {
-				return err
-			}
-			opts, err := k.listOptions(ns)
-			if err != nil {
-				return err
-			}
-			var list fleetv1alpha1.BundleList
-			if err := c.List(cmd.Context(), &list, opts...); err != nil {
-				return fmt.Errorf("list bundles in %s: %w", orAll(k.listNamespace(ns)), err)
-			}
-			items := make([]*fleetv1alpha1.Bundle, len(list.Items))
-			for i := range list.Items {
-				items[i] = &list.Items[i]
-			}
-			return printList(cmd.OutOrStdout(), cmd.ErrOrStderr(), &o, items, bundleColumns, k.allNamespaces, "bundles found in "+orAll(k.listNamespace(ns)))
-		},
-	}
-	o.addFlag(cmd, "table")
-	k.addListFlags(cmd)
-	return cmd
+	return newListCommand(k, "List Bundles with how many of their clusters are ready", `  drover bundle list
+  drover bundle list -A -o wide`, fleetv1alpha1.DefaultWorkspaceNamespace, func(l *fleetv1alpha1.BundleList) []*fleetv1alpha1.Bundle { return ptrs(l.Items) },
+		bundleColumns, "bundles")
 }
 
 func newBundleDeleteCommand(k *kubeOptions) *cobra.Command {

@@ -40,38 +40,10 @@ func newClusterCommand(k *kubeOptions) *cobra.Command {
 }
 
 func newClusterListCommand(k *kubeOptions) *cobra.Command {
-	var o output
-	cmd := &cobra.Command{
-		Use: "list", Short: "List hosted clusters with their phase and sync state", Args: cobra.NoArgs,
-		Example: `  drover cluster list
+	return newListCommand(k, "List hosted clusters with their phase and sync state", `  drover cluster list
   drover cluster list -A -o wide
-  drover cluster list -o jsonpath='{.items[*].metadata.name}'`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			c, ns, err := k.client("default")
-			if err != nil {
-				return err
-			}
-			opts, err := k.listOptions(ns)
-			if err != nil {
-				return err
-			}
-			var list v1.ClusterList
-			if err := c.List(cmd.Context(), &list, opts...); err != nil {
-				return fmt.Errorf("list clusters in %s: %w", orAll(k.listNamespace(ns)), err)
-			}
-			items := make([]*v1.Cluster, len(list.Items))
-			for i := range list.Items {
-				items[i] = &list.Items[i]
-			}
-			return printList(cmd.OutOrStdout(), cmd.ErrOrStderr(), &o, items, clusterColumns, k.allNamespaces, "clusters found in "+orAll(k.listNamespace(ns)))
-		},
-	}
-	o.addFlag(cmd, "table")
-	k.addListFlags(cmd)
-	return cmd
+  drover cluster list -o jsonpath='{.items[*].metadata.name}'`, "default", func(l *v1.ClusterList) []*v1.Cluster { return ptrs(l.Items) },
+		clusterColumns, "clusters")
 }
 
 // clusterColumns are the table columns of hosted clusters.

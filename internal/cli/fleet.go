@@ -33,38 +33,10 @@ func newFleetCommand(k *kubeOptions) *cobra.Command {
 }
 
 func newFleetListCommand(k *kubeOptions) *cobra.Command {
-	var o output
-	cmd := &cobra.Command{
-		Use: "list", Short: "List registered clusters: ready, connected, last seen, agent version, labels", Args: cobra.NoArgs,
-		Example: `  drover fleet list
+	return newListCommand(k, "List registered clusters: ready, connected, last seen, agent version, labels", `  drover fleet list
   drover fleet list -l env=prod -o name
-  drover fleet list -A -o wide`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			c, ns, err := k.client(fleetv1alpha1.DefaultWorkspaceNamespace)
-			if err != nil {
-				return err
-			}
-			opts, err := k.listOptions(ns)
-			if err != nil {
-				return err
-			}
-			var list fleetv1alpha1.ClusterList
-			if err := c.List(cmd.Context(), &list, opts...); err != nil {
-				return fmt.Errorf("list registered clusters in %s: %w", orAll(k.listNamespace(ns)), err)
-			}
-			items := make([]*fleetv1alpha1.Cluster, len(list.Items))
-			for i := range list.Items {
-				items[i] = &list.Items[i]
-			}
-			return printList(cmd.OutOrStdout(), cmd.ErrOrStderr(), &o, items, fleetColumns, k.allNamespaces, "registered clusters found in "+orAll(k.listNamespace(ns)))
-		},
-	}
-	o.addFlag(cmd, "table")
-	k.addListFlags(cmd)
-	return cmd
+  drover fleet list -A -o wide`, fleetv1alpha1.DefaultWorkspaceNamespace, func(l *fleetv1alpha1.ClusterList) []*fleetv1alpha1.Cluster { return ptrs(l.Items) },
+		fleetColumns, "registered clusters")
 }
 
 func newFleetGetCommand(k *kubeOptions) *cobra.Command {

@@ -133,37 +133,9 @@ func shortCommit(c string) string {
 }
 
 func newGitRepoListCommand(k *kubeOptions) *cobra.Command {
-	var o output
-	cmd := &cobra.Command{
-		Use: "list", Short: "List GitRepos with the commit deployed and how many of their Bundles are ready", Args: cobra.NoArgs,
-		Example: `  drover gitrepo list
-  drover gitrepo list -A -o wide`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			c, ns, err := bundleClient(k)
-			if err != nil {
-				return err
-			}
-			opts, err := k.listOptions(ns)
-			if err != nil {
-				return err
-			}
-			var list fleetv1alpha1.GitRepoList
-			if err := c.List(cmd.Context(), &list, opts...); err != nil {
-				return fmt.Errorf("list gitrepos in %s: %w", orAll(k.listNamespace(ns)), err)
-			}
-			items := make([]*fleetv1alpha1.GitRepo, len(list.Items))
-			for i := range list.Items {
-				items[i] = &list.Items[i]
-			}
-			return printList(cmd.OutOrStdout(), cmd.ErrOrStderr(), &o, items, gitRepoColumns, k.allNamespaces, "gitrepos found in "+orAll(k.listNamespace(ns)))
-		},
-	}
-	o.addFlag(cmd, "table")
-	k.addListFlags(cmd)
-	return cmd
+	return newListCommand(k, "List GitRepos with the commit deployed and how many of their Bundles are ready", `  drover gitrepo list
+  drover gitrepo list -A -o wide`, fleetv1alpha1.DefaultWorkspaceNamespace, func(l *fleetv1alpha1.GitRepoList) []*fleetv1alpha1.GitRepo { return ptrs(l.Items) },
+		gitRepoColumns, "gitrepos")
 }
 
 func newGitRepoGetCommand(k *kubeOptions) *cobra.Command {

@@ -302,36 +302,10 @@ func (o *migrateOptions) rollback(cmd *cobra.Command, out io.Writer) error {
 }
 
 func newMigrationListCommand(k *kubeOptions) *cobra.Command {
-	var o output
-	cmd := &cobra.Command{
-		Use: "list", Short: "List CloudProviderMigrations run by drover server", Args: cobra.NoArgs,
-		Example: "  drover migrate list -A\n  drover migrate list -o yaml",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			c, ns, err := k.client("default")
-			if err != nil {
-				return err
-			}
-			opts, err := k.listOptions(ns)
-			if err != nil {
-				return err
-			}
-			var list migrationv1alpha1.CloudProviderMigrationList
-			if err := c.List(cmd.Context(), &list, opts...); err != nil {
-				return fmt.Errorf("list migrations in %s: %w", orAll(k.listNamespace(ns)), err)
-			}
-			items := make([]*migrationv1alpha1.CloudProviderMigration, len(list.Items))
-			for i := range list.Items {
-				items[i] = &list.Items[i]
-			}
-			return printList(cmd.OutOrStdout(), cmd.ErrOrStderr(), &o, items, migrationColumns, k.allNamespaces, "migrations found in "+orAll(k.listNamespace(ns)))
-		},
-	}
-	o.addFlag(cmd, "table")
-	k.addListFlags(cmd)
-	return cmd
+	return newListCommand(k, "List CloudProviderMigrations run by drover server", "  drover migrate list -A\n  drover migrate list -o yaml", "default", func(l *migrationv1alpha1.CloudProviderMigrationList) []*migrationv1alpha1.CloudProviderMigration {
+		return ptrs(l.Items)
+	},
+		migrationColumns, "migrations")
 }
 
 func newMigrationGetCommand(k *kubeOptions) *cobra.Command {

@@ -199,3 +199,46 @@ func condStatusOf(conds []metav1.Condition, t string) string {
 	}
 	return "-"
 }
+
+// newListCommand is the "list" command of one kind, the kubectl way: -o, -A, -l, the default
+// namespace def; items takes the list's items, cols are the table columns and what names the
+// kind in messages ("bundles").
+func newListCommand[L any, PL interface {
+	*L
+	client.ObjectList
+}, T client.Object](k *kubeOptions, short, example, def string, items func(PL) []T, cols []column[T], what string) *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use: "list", Short: short, Args: cobra.NoArgs, Example: example,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			c, ns, err := k.client(def)
+			if err != nil {
+				return err
+			}
+			opts, err := k.listOptions(ns)
+			if err != nil {
+				return err
+			}
+			list := PL(new(L))
+			if err := c.List(cmd.Context(), list, opts...); err != nil {
+				return fmt.Errorf("list %s in %s: %w", what, orAll(k.listNamespace(ns)), err)
+			}
+			return printList(cmd.OutOrStdout(), cmd.ErrOrStderr(), &o, items(list), cols, k.allNamespaces, what+" found in "+orAll(k.listNamespace(ns)))
+		},
+	}
+	o.addFlag(cmd, "table")
+	k.addListFlags(cmd)
+	return cmd
+}
+
+// ptrs are pointers to the elements of items.
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
