@@ -39,6 +39,9 @@ const specHashAnnotation = fleetv1alpha1.LabelPrefix + "gitrepo-spec-hash"
 // DefaultPollingInterval is how often a GitRepo without spec.pollingInterval is checked.
 const DefaultPollingInterval = 15 * time.Second
 
+// DefaultFetchTimeout is how long one fetch of a repository may take.
+const DefaultFetchTimeout = 2 * time.Minute
+
 // minPollingInterval bounds spec.pollingInterval from below.
 const minPollingInterval = time.Second
 
@@ -50,6 +53,9 @@ type Reconciler struct {
 	SecretReader client.Reader
 	// Concurrency is the number of GitRepos reconciled at once (default 4).
 	Concurrency int
+	// FetchTimeout bounds one fetch (ls-remote and clone) of a repository (default
+	// DefaultFetchTimeout), so an unresponsive server cannot hold a worker.
+	FetchTimeout time.Duration
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
 
@@ -77,6 +83,9 @@ type repoState struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Concurrency == 0 {
 		r.Concurrency = 4
+	}
+	if r.FetchTimeout == 0 {
+		r.FetchTimeout = DefaultFetchTimeout
 	}
 	if r.SecretReader == nil {
 		r.SecretReader = mgr.GetAPIReader()
@@ -194,7 +203,13 @@ func (r *Reconciler) due(gr *fleetv1alpha1.GitRepo, st *repoState, owned map[str
 func (r *Reconciler) sync(ctx context.Context, gr *fleetv1alpha1.GitRepo, st *repoState, owned map[string]*fleetv1alpha1.Bundle) {
 	st.generation, st.nextFetch = gr.Generation, r.now().Add(pollingInterval(gr))
 	gr.Status.ObservedGeneration = gr.Generation
-	out, err := r.fetchAndRender(ctx, gr, st)
+	fetchCtx, cancel := context.WithTimeout(ctx, r.FetchTimeout)
+	out, err := r.fetchAndRender(fetchCtx, gr, st)
+	timedOut := fetchCtx.Err() != nil && ctx.Err() == nil
+	cancel()
+	if err != nil && timedOut {
+		err = failf(fleetv1alpha1.ReasonFetchFailed, nil, "fetching %s did not finish within %s: the server is unresponsive or the repository too large", gr.Spec.Repo, r.FetchTimeout)
+	}
 	if err == nil {
 		err = r.write(ctx, gr, st.co.commit, out, owned)
 	}

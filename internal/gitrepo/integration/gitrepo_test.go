@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -444,4 +445,35 @@ func TestGitRepoPausedAndRepair(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestGitRepoUnreachable: a refused connection and a server that never answers are FetchFailed
+// (the latter once the fetch timeout passes, without holding the controller).
+func TestGitRepoUnreachable(t *testing.T) {
+	t.Parallel()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedURL := "http://" + closed.Addr().String() + "/gone.git"
+	_ = closed.Close()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = silent.Close() })
+	go func() {
+		for {
+			conn, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = conn.Close() }) // accepted, never answered
+		}
+	}()
+	r := newRepo(t, "unreachable", false)
+	refused := newGitRepo(t, "refused", r, func(s *fleetv1alpha1.GitRepoSpec) { s.Repo = refusedURL })
+	hanging := newGitRepo(t, "hanging", r, func(s *fleetv1alpha1.GitRepoSpec) { s.Repo = "http://" + silent.Addr().String() + "/slow.git" })
+	wantCondition(t, refused, fleetv1alpha1.ReasonFetchFailed, refusedURL)
+	wantCondition(t, hanging, fleetv1alpha1.ReasonFetchFailed, "did not finish within "+fetchTimeout.String())
 }

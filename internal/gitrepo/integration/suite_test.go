@@ -40,6 +40,8 @@ const (
 	ws        = fleetv1alpha1.DefaultWorkspaceNamespace
 	agentNS   = "drover-agent"
 	plainName = "plain"
+	// fetchTimeout is the controller's FetchTimeout here: short, for the unresponsive server test.
+	fetchTimeout = 3 * time.Second
 )
 
 var (
@@ -135,7 +137,7 @@ func setup(ctx context.Context) error {
 	if err := bundle.Setup(mgr, bundle.Options{}); err != nil {
 		return err
 	}
-	if err := gitrepo.Controllers()(mgr); err != nil {
+	if err := (&gitrepo.Reconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), FetchTimeout: fetchTimeout}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	go func() {
