@@ -134,6 +134,11 @@ type Reconciler struct {
 	// (*writtenCreds): the cache may not show the Secret or the status of a write yet, and a
 	// pass that read it stale would otherwise replace a token just written.
 	written sync.Map
+	// left remembers the clusters whose leave this process finished (finalizer removed), so a
+	// pass reading them stale from the cache does not leave again.
+	left sync.Map
+	// seen maps each hosted Cluster's name to its UID, to forget the above when it is gone.
+	seen sync.Map
 }
 
 // writtenCreds is what a kubeconfig Secret write put in status.fleet.
@@ -226,12 +231,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.defaults()
 	c := &v1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			if uid, ok := r.seen.LoadAndDelete(req.NamespacedName); ok {
+				r.warned.Delete(uid)
+				r.written.Delete(uid)
+				r.left.Delete(uid)
+			}
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	p := r.provider(c)
 	if p == nil {
 		return reconcile.Result{}, nil
 	}
+	r.seen.Store(req.NamespacedName, c.UID)
 	ps := &pass{r: r, p: p, c: c, orig: c.DeepCopy(), fleet: &v1.FleetStatus{}}
 	if c.Status.Fleet != nil {
 		ps.fleet = c.Status.Fleet.DeepCopy()
@@ -336,6 +349,7 @@ func usable(c *v1.Cluster) bool {
 
 func (ps *pass) join(ctx context.Context) (reconcile.Result, error) {
 	c, r := ps.c, ps.r
+	r.left.Delete(c.UID) // joining (again)
 	if !usable(c) {
 		if ps.st().ClusterName == "" {
 			ps.set(v1.ConditionJoined, false, v1.ReasonWaitingForCluster, fmt.Sprintf("The cluster joins the fleet once it is active (phase %q).", c.Status.Phase))
@@ -711,7 +725,7 @@ func toAny(m map[string]string) map[string]any {
 // hosted reconciler deletes the cloud cluster only after all that.
 func (ps *pass) leave(ctx context.Context, why string) (reconcile.Result, error) {
 	c, r := ps.c, ps.r
-	if !controllerutil.ContainsFinalizer(c, Finalizer) {
+	if _, done := r.left.Load(c.UID); done || !controllerutil.ContainsFinalizer(c, Finalizer) {
 		return reconcile.Result{}, nil
 	}
 	fleet, err := ps.fleetCluster(ctx)
@@ -760,7 +774,7 @@ func (ps *pass) leave(ctx context.Context, why string) (reconcile.Result, error)
 		}
 		return reconcile.Result{}, fmt.Errorf("remove the join finalizer from %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	r.warned.Delete(c.UID)
+	r.left.Store(c.UID, true)
 	r.written.Delete(c.UID)
 	ps.event(corev1.EventTypeNormal, "Left", "Leave", "%s: the cluster left the fleet (fleet Cluster and agent removed)", why)
 	if !c.DeletionTimestamp.IsZero() {

@@ -22,6 +22,7 @@ import (
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted/join"
 	eksim "github.com/droverhq/drover/pkg/cloudsim/eks"
+	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 )
 
 // TestJoinLifecycle is issue 13's "done when", per provider: drover creates the cluster at the
@@ -483,5 +484,53 @@ func TestOptOutAndLabels(t *testing.T) {
 	}
 	if h.Status.Phase != v1.PhaseActive || !w.cloudClusterExists(name) {
 		t.Errorf("opting out touched the cluster: phase %s", h.Status.Phase)
+	}
+}
+
+// TestUnreachableClusterStillDeletes: a joined cluster whose API server can no longer be reached
+// does not keep its hosted Cluster from being deleted: the agent's removal is retried for
+// AgentRemovalTimeout (on the join's clock), then the leave goes on with a Warning event, and
+// the cloud cluster is deleted. Not parallel: it moves the join's clock.
+func TestUnreachableClusterStillDeletes(t *testing.T) {
+	joinClock.SetTime(time.Now())
+	t.Cleanup(func() { joinClock.SetTime(time.Now()) })
+	ctx := t.Context()
+	w := newWorld(t, "eks")
+	name := "gone-" + suffix()
+	c := w.hostedCluster(name)
+	c.Spec.Fleet = &v1.FleetJoin{AgentNamespace: "agent-" + name}
+	if err := mgmt.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c = waitJoinedReason(t, w.ns, name, v1.ReasonJoined, 90*time.Second)
+	// The cluster's API server moves somewhere drover cannot reach.
+	if err := w.eks.SetBackend("us-west-2", name, &simcore.Backend{Name: "nowhere", Endpoint: "https://127.0.0.1:1", CAPEM: backend.CAPEM}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgmt.Client.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		h := getHosted(t, w.ns, name)
+		if j := fleetCond(h, v1.ConditionJoined); j == nil || j.Reason != v1.ReasonLeaving || !strings.Contains(j.Message, "retrying") {
+			return fmt.Errorf("Joined %+v, want Leaving with the removal being retried", j)
+		}
+		return nil
+	})
+	if !w.cloudClusterExists(name) {
+		t.Fatal("the cloud cluster was deleted while the agent's removal was still being retried")
+	}
+	joinClock.SetTime(c.CreationTimestamp.Add(time.Hour)) // past AgentRemovalTimeout (1 min here)
+	eventually(t, 60*time.Second, func() error {
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), &v1.Cluster{}); !isGone(err) {
+			return fmt.Errorf("hosted Cluster still there: %v", err)
+		}
+		if w.cloudClusterExists(name) {
+			return fmt.Errorf("the cloud cluster still exists")
+		}
+		return nil
+	})
+	if n := len(events.find("AgentNotRemoved", name)); n != 1 {
+		t.Errorf("%d AgentNotRemoved events, want 1: %v", n, events.find("AgentNotRemoved", name))
 	}
 }
