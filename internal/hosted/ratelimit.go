@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"golang.org/x/time/rate"
+
+	"github.com/droverhq/drover/internal/metrics"
 )
 
 // Transport is the HTTP transport a session's SDK client uses: every request, retries included,
@@ -58,7 +60,8 @@ func (l *Limits) Transport(key string) Transport {
 		if r.QPS > 0 {
 			lim = rate.NewLimiter(rate.Limit(r.QPS), max(r.Burst, 1))
 		}
-		t = &limitedTransport{base: base, lim: lim}
+		provider, _, _ := strings.Cut(key, "/")
+		t = &limitedTransport{base: base, lim: lim, provider: provider}
 		l.buckets[key] = t
 	}
 	return t
@@ -67,13 +70,19 @@ func (l *Limits) Transport(key string) Transport {
 type limitedTransport struct {
 	base http.RoundTripper
 	lim  *rate.Limiter
+	// provider labels the drover_cloud_api_requests_total samples of the requests sent.
+	provider string
 }
 
+// RoundTrip waits for a token, sends req and counts it in drover_cloud_api_requests_total:
+// every SDK request of every provider (retries included) goes through here.
 func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := t.lim.Wait(req.Context()); err != nil {
 		return nil, fmt.Errorf("rate limit: %w", err)
 	}
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	metrics.ObserveCloudRequest(t.provider, req, resp, err)
+	return resp, err
 }
 
 // WithBase returns a transport that takes its tokens from t's bucket but sends requests through
@@ -81,7 +90,7 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // simulators). A t that does not come from Limits has no bucket to keep: base is returned.
 func WithBase(t Transport, base http.RoundTripper) Transport {
 	if lt, ok := t.(*limitedTransport); ok {
-		return &limitedTransport{base: base, lim: lt.lim}
+		return &limitedTransport{base: base, lim: lt.lim, provider: lt.provider}
 	}
 	return base
 }

@@ -31,6 +31,7 @@ import (
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted/merge"
+	"github.com/droverhq/drover/internal/metrics"
 )
 
 // Finalizer keeps a Cluster until its cloud resources are gone (or, imported, forgotten).
@@ -201,6 +202,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log := ctrl.LoggerFrom(ctx)
 	c := &v1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.HostedClusters.Delete(req.String())
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	p := r.provider(c)
@@ -233,6 +237,11 @@ func (ps *pass) finish(ctx context.Context, err error) error {
 	if ps.status.LastRefreshTime != nil {
 		ps.r.lastRead.Store(ps.key(), ps.status.LastRefreshTime.Time)
 	}
+	phase := string(ps.status.Phase)
+	if phase == "" {
+		phase = "pending"
+	}
+	metrics.HostedClusters.Set(ps.key().String(), ps.p.Name(), phase)
 	if ps.onlyRefreshTimeChanged() {
 		return ps.result(err)
 	}
@@ -290,7 +299,9 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 		}
 		return res, err
 	}
+	observeStart := time.Now()
 	obs, err := sess.Observe(ctx, c)
+	metrics.RefreshDuration.WithLabelValues(p.Name()).Observe(time.Since(observeStart).Seconds())
 	if err != nil {
 		if ps.invalidConfig {
 			// The invalid config may be why (a bad identity field): keep its conditions, try
@@ -772,7 +783,13 @@ func (ps *pass) setCondition(t string, s metav1.ConditionStatus, reason, msg str
 	meta.SetStatusCondition(&ps.status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: ps.c.Generation})
 }
 
+// changeKinds map the Events of fields found changed at the provider to drover_hosted_changes_total.
+var changeKinds = map[string]string{"Conflict": metrics.ChangeConflict, "Adopted": metrics.ChangeAdoption, "DriftReverted": metrics.ChangeDriftRevert}
+
 func (ps *pass) event(typ, reason, action, format string, args ...any) {
+	if kind, ok := changeKinds[reason]; ok {
+		metrics.HostedChanges.WithLabelValues(ps.p.Name(), kind).Inc()
+	}
 	if ps.r.Recorder != nil {
 		ps.r.Recorder.Eventf(ps.c, nil, typ, reason, action, format, args...)
 	}
