@@ -534,3 +534,46 @@ func TestUnreachableClusterStillDeletes(t *testing.T) {
 		t.Errorf("%d AgentNotRemoved events, want 1: %v", n, events.find("AgentNotRemoved", name))
 	}
 }
+
+// TestCredentialsRejected: an AKS cluster whose API server (the downstream) does not accept the
+// listed credential — the simulator says the cluster is served by another backend — is reported
+// CredentialsRejected, with no fleet Cluster, and joins once the credential is accepted.
+func TestCredentialsRejected(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	w := newWorld(t, "aks")
+	name := "rejected-" + suffix()
+	c := w.hostedCluster(name)
+	c.Spec.Fleet = &v1.FleetJoin{AgentNamespace: "agent-" + name, Join: ptr.To(false)}
+	if err := mgmt.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	// Before drover joins it, the cluster is "moved": same endpoint, but the downstream's token
+	// webhook no longer vouches for its tokens.
+	eventually(t, 90*time.Second, func() error {
+		if h := getHosted(t, w.ns, name); h.Status.Phase != v1.PhaseActive {
+			return fmt.Errorf("phase %s", h.Status.Phase)
+		}
+		return nil
+	})
+	if err := w.aks.SetBackend(aksSub, "rg-join", name, &simcore.Backend{Name: "other", Endpoint: backend.Endpoint, CAPEM: backend.CAPEM}); err != nil {
+		t.Fatal(err)
+	}
+	h := getHosted(t, w.ns, name)
+	patch := client.MergeFrom(h.DeepCopy())
+	h.Spec.Fleet.Join = ptr.To(true)
+	if err := mgmt.Client.Patch(ctx, h, patch); err != nil {
+		t.Fatal(err)
+	}
+	c = waitJoinedReason(t, w.ns, name, v1.ReasonCredentialsRejected, 90*time.Second)
+	if msg := fleetCond(c, v1.ConditionJoined).Message; !strings.Contains(msg, "401") {
+		t.Errorf("CredentialsRejected message %q does not say the API server answered 401", msg)
+	}
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &fleetv1.Cluster{}); !isGone(err) {
+		t.Errorf("fleet Cluster with rejected credentials: %v, want NotFound", err)
+	}
+	if err := w.aks.SetBackend(aksSub, "rg-join", name, backend); err != nil {
+		t.Fatal(err)
+	}
+	waitJoinedReason(t, w.ns, name, v1.ReasonJoined, 30*time.Second)
+}
