@@ -42,6 +42,9 @@ const DefaultPollingInterval = 15 * time.Second
 // DefaultFetchTimeout is how long one fetch of a repository may take.
 const DefaultFetchTimeout = 2 * time.Minute
 
+// conflictRetry is how soon a pass whose status write met a newer GitRepo runs again.
+const conflictRetry = 100 * time.Millisecond
+
 // minPollingInterval bounds spec.pollingInterval from below.
 const minPollingInterval = time.Second
 
@@ -163,11 +166,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	st := r.stateOf(req.NamespacedName)
 	var requeue time.Duration
+	synced := false
 	if gr.Spec.Paused {
 		setCondition(gr, fleetv1alpha1.ConditionSynced, metav1.ConditionFalse, fleetv1alpha1.ReasonPaused,
 			"spec.paused is set: nothing is fetched; the Bundles of commit "+orNone(gr.Status.Commit)+" stay deployed")
 	} else {
-		if r.due(gr, st, owned) {
+		if synced = r.due(gr, st, owned); synced {
 			r.sync(ctx, gr, st, owned)
 			if owned, err = r.ownedBundles(ctx, gr); err != nil {
 				return ctrl.Result{}, err
@@ -177,7 +181,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	summarise(gr, owned)
 	if !equality.Semantic.DeepEqual(before.Status, gr.Status) {
-		if err := r.Client.Status().Patch(ctx, gr, client.MergeFrom(before)); err != nil {
+		// Optimistic lock: a merge patch replaces lists (conditions, bundles) whole, so one
+		// computed from a stale read would undo the status another pass just wrote.
+		if err := r.Client.Status().Patch(ctx, gr, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				if synced {
+					st.nextFetch = time.Time{} // this pass's results were not recorded: sync again
+				}
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
 			return ctrl.Result{}, fmt.Errorf("patch status of GitRepo %s: %w", req.NamespacedName, err)
 		}
 	}

@@ -477,3 +477,44 @@ func TestGitRepoUnreachable(t *testing.T) {
 	wantCondition(t, refused, fleetv1alpha1.ReasonFetchFailed, refusedURL)
 	wantCondition(t, hanging, fleetv1alpha1.ReasonFetchFailed, "did not finish within "+fetchTimeout.String())
 }
+
+// TestGitRepoReactsWithoutPolling: with an hour between polls, a spec change re-renders at once
+// (from the commit already read) and a Bundle deleted by hand is written back at once.
+func TestGitRepoReactsWithoutPolling(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	r := newRepo(t, "no-poll", false)
+	c1 := r.commit("two apps", map[string]string{"apps/a/cm.yaml": configMapYAML("default", "no-poll-a", "one"),
+		"apps/b/cm.yaml": configMapYAML("default", "no-poll-b", "one")})
+	gr := newGitRepo(t, "no-poll", r, func(s *fleetv1alpha1.GitRepoSpec) {
+		s.Paths, s.PollingInterval = []string{"apps/a"}, &metav1.Duration{Duration: time.Hour}
+	})
+	a, b := gitrepo.BundleName("no-poll", "apps/a"), gitrepo.BundleName("no-poll", "apps/b")
+	eventually(t, 60*time.Second, func() error { return wantSynced(t, gr, c1, a) })
+
+	patchSpec(t, gr, func(s *fleetv1alpha1.GitRepoSpec) { s.Paths = []string{"apps/*"} })
+	eventually(t, 30*time.Second, func() error {
+		if err := wantSynced(t, gr, c1, a, b); err != nil {
+			return err
+		}
+		return wantDownstream(t, map[string]string{"default/no-poll-b": "one"})
+	})
+
+	old := &fleetv1alpha1.Bundle{}
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: b}, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgmt.Client.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		got := &fleetv1alpha1.Bundle{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(old), got); err != nil {
+			return err
+		}
+		if got.UID == old.UID {
+			return fmt.Errorf("Bundle %s not deleted yet", b)
+		}
+		return nil
+	})
+}
