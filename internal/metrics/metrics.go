@@ -71,3 +71,17 @@ var (
 func init() {
 	ctrlmetrics.Registry.MustRegister(Registrations, GrantDuration, FleetClusters, Bundles, BundleDeployments, BundleEvents)
 }
+
+// Cloud-provider migrations.
+var (
+	// Migrations counts CloudProviderMigrations by phase (Pending, Running, Succeeded,
+	// Failed, RollingBack, RolledBack).
+	Migrations = NewTracker(namespace+"_migrations", "CloudProviderMigrations by phase.", "phase")
+
+	// MigrationSteps counts the steps recorded in the migrations' status by outcome (their
+	// phase: Pending, Running, Applied, Succeeded, Failed, Skipped, RolledBack).
+	MigrationSteps = NewTracker(namespace+"_migration_steps",
+		"Steps of CloudProviderMigrations by outcome (Pending, Running, Applied, Succeeded, Failed, Skipped, RolledBack).", "outcome")
+)
+
+func init() { ctrlmetrics.Registry.MustRegister(Migrations, MigrationSteps) }

@@ -90,6 +90,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("index CloudProviderMigrations by kubeconfig Secret: %w", err)
 	}
+	if err := (&stepMetrics{client: mgr.GetClient()}).setup(mgr); err != nil {
+		return fmt.Errorf("set up migration metrics: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).For(&migrationv1alpha1.CloudProviderMigration{}).
 		// A migration waiting for its kubeconfig starts when the Secret is created or fixed.
 		// Metadata only: the kubeconfig itself is read uncached, when needed.
