@@ -7,7 +7,6 @@ import (
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Hosted clusters (management.drover.io) and the cloud APIs behind them.
@@ -54,7 +53,7 @@ const (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(HostedClusters, HostedChanges, CloudAPIRequests, RefreshDuration)
+	register(HostedClusters, HostedChanges, CloudAPIRequests, RefreshDuration)
 }
 
 // ObserveCloudRequest counts one request of provider's SDK and its outcome.
