@@ -26,6 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -54,6 +55,10 @@ type Reconciler struct {
 	// AgentImage is the agent image of Clusters without spec.agentImage (default
 	// manifests.DefaultImage(), this server's version).
 	AgentImage string
+	// MaxConcurrentReconciles is how many clusters get their agent deployed at once (default
+	// 16). Each deployment is a few round trips to a different downstream API server, so one
+	// worker serialised hosted clusters joining together behind each other's latency.
+	MaxConcurrentReconciles int
 }
 
 // SetupWithManager registers the controller.
@@ -73,6 +78,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.AgentImage == "" {
 		r.AgentImage = manifests.DefaultImage()
 	}
+	if r.MaxConcurrentReconciles == 0 {
+		r.MaxConcurrentReconciles = 16
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &fleetv1alpha1.Cluster{}, kubeconfigSecretIndex, func(o client.Object) []string {
 		return []string{o.(*fleetv1alpha1.Cluster).Spec.KubeConfigSecret}
 	}); err != nil {
@@ -80,6 +88,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterimport").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		For(&fleetv1alpha1.Cluster{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.(*fleetv1alpha1.Cluster).Spec.KubeConfigSecret != ""
 		}))).
