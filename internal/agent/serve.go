@@ -56,7 +56,7 @@ func serve(ctx context.Context, o Options) error {
 		srv := &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			<-ctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			_ = srv.Shutdown(sctx)
 		}()

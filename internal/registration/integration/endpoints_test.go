@@ -49,7 +49,7 @@ func TestAgentEndpoints(t *testing.T) {
 		eventually(t, 30*time.Second, func() error {
 			code, body, err := get(t, "http://"+healthAddr+path)
 			if err != nil || code != http.StatusOK {
-				return fmt.Errorf("GET %s: %d %q %v", path, code, body, err)
+				return fmt.Errorf("GET %s: %d %q %w", path, code, body, err)
 			}
 			return nil
 		})
@@ -58,7 +58,7 @@ func TestAgentEndpoints(t *testing.T) {
 	eventually(t, 30*time.Second, func() error {
 		code, body, err := get(t, "http://"+metricsAddr+"/metrics")
 		if err != nil || code != http.StatusOK {
-			return fmt.Errorf("GET /metrics: %d %v", code, err)
+			return fmt.Errorf("GET /metrics: %d %w", code, err)
 		}
 		if want := `controller_runtime_active_workers{controller="bundledeployment"}`; !strings.Contains(body, want) {
 			return fmt.Errorf("/metrics lacks %s", want)
