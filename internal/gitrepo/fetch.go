@@ -120,6 +120,9 @@ func authFor(ep *transport.Endpoint, secretName string, secret *corev1.Secret) (
 	if len(pass) == 0 {
 		pass = d[fleetv1alpha1.GitKeyToken]
 	}
+	if len(pass) == 0 && len(d[fleetv1alpha1.GitKeyCACerts]) > 0 && len(d[fleetv1alpha1.GitKeyUsername]) == 0 {
+		return nil, nil // a Secret with only the server's CA: no credentials
+	}
 	if len(pass) == 0 {
 		return nil, failf(fleetv1alpha1.ReasonClientSecretInvalid, nil,
 			"Secret %s: HTTP(S) needs the key %s (with %s) or %s", secretName, fleetv1alpha1.GitKeyPassword, fleetv1alpha1.GitKeyUsername, fleetv1alpha1.GitKeyToken)
@@ -154,6 +157,8 @@ func classify(err error, what string) error {
 		return se
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
 		return failf(fleetv1alpha1.ReasonAuthFailed, err, "%s: the Git server refused the credentials (check spec.clientSecretName)", what)
+	case strings.Contains(err.Error(), "x509: "):
+		return failf(fleetv1alpha1.ReasonFetchFailed, err, "%s: the server's TLS certificate is not trusted (add its CA as %s to spec.clientSecretName's Secret)", what, fleetv1alpha1.GitKeyCACerts)
 	case strings.Contains(err.Error(), "unable to authenticate"), strings.Contains(err.Error(), "knownhosts:"),
 		strings.Contains(err.Error(), "host key"):
 		return failf(fleetv1alpha1.ReasonAuthFailed, err, "%s: SSH authentication failed (check the private key and known_hosts)", what)
@@ -193,7 +198,7 @@ func describe(spec *fleetv1alpha1.GitRepoSpec) string {
 
 // resolve asks the server (git ls-remote) for the commit the spec's branch or tag points to.
 // For a revision it returns the revision itself when it is a full SHA, else "".
-func resolve(ctx context.Context, spec *fleetv1alpha1.GitRepoSpec, auth transport.AuthMethod) (string, error) {
+func resolve(ctx context.Context, spec *fleetv1alpha1.GitRepoSpec, auth transport.AuthMethod, caBundle []byte) (string, error) {
 	if spec.Revision != "" {
 		if len(spec.Revision) == 40 {
 			return spec.Revision, nil
@@ -201,7 +206,7 @@ func resolve(ctx context.Context, spec *fleetv1alpha1.GitRepoSpec, auth transpor
 		return "", nil
 	}
 	rem := git.NewRemote(memory.NewStorage(), &gitconfig.RemoteConfig{Name: "origin", URLs: []string{spec.Repo}})
-	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth, PeelingOption: git.AppendPeeled})
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth, CABundle: caBundle, PeelingOption: git.AppendPeeled})
 	if err != nil {
 		return "", classify(err, "list "+spec.Repo)
 	}
@@ -225,8 +230,8 @@ func resolve(ctx context.Context, spec *fleetv1alpha1.GitRepoSpec, auth transpor
 
 // fetch clones the spec's revision (shallow for a branch or tag, into memory, without a
 // working tree) and reads the manifest files of its commit.
-func fetch(ctx context.Context, spec *fleetv1alpha1.GitRepoSpec, auth transport.AuthMethod) (*checkout, error) {
-	opts := &git.CloneOptions{URL: spec.Repo, Auth: auth, NoCheckout: true, Tags: git.NoTags}
+func fetch(ctx context.Context, spec *fleetv1alpha1.GitRepoSpec, auth transport.AuthMethod, caBundle []byte) (*checkout, error) {
+	opts := &git.CloneOptions{URL: spec.Repo, Auth: auth, CABundle: caBundle, NoCheckout: true, Tags: git.NoTags}
 	if ref := wantedRef(spec); ref != "" && ref != plumbing.HEAD {
 		opts.ReferenceName, opts.SingleBranch, opts.Depth = ref, true, 1
 	} else if ref == plumbing.HEAD {

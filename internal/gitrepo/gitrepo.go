@@ -266,12 +266,16 @@ func (r *Reconciler) fetchAndRender(ctx context.Context, gr *fleetv1alpha1.GitRe
 		return nil, err
 	}
 	source := gr.Spec.Repo + " " + describe(&gr.Spec)
-	commit, err := resolve(ctx, &gr.Spec, auth)
+	var caBundle []byte
+	if secret != nil {
+		caBundle = secret.Data[fleetv1alpha1.GitKeyCACerts]
+	}
+	commit, err := resolve(ctx, &gr.Spec, auth, caBundle)
 	if err != nil {
 		return nil, err
 	}
 	if st.co == nil || st.source != source || gr.Spec.Revision == "" && commit != st.co.commit {
-		co, err := fetch(ctx, &gr.Spec, auth)
+		co, err := fetch(ctx, &gr.Spec, auth, caBundle)
 		if err != nil {
 			return nil, err
 		}

@@ -53,6 +53,9 @@ const (
 	// GitKeyKnownHosts holds the SSH server's host keys in known_hosts format. It is required
 	// for SSH: host keys are always checked.
 	GitKeyKnownHosts = "known_hosts"
+	// GitKeyCACerts holds PEM CA certificates trusted for an HTTPS server, in addition to the
+	// system roots (a Git server with a private CA). A Secret may hold only this key.
+	GitKeyCACerts = "cacerts"
 )
 
 // GitRepoSpec is a Git repository whose paths become Bundles.

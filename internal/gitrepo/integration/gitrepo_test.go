@@ -2,8 +2,10 @@ package integration
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
 	"net"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -516,5 +518,32 @@ func TestGitRepoReactsWithoutPolling(t *testing.T) {
 			return fmt.Errorf("Bundle %s not deleted yet", b)
 		}
 		return nil
+	})
+}
+
+// TestGitRepoPrivateCA: an HTTPS server whose certificate no system root signs is FetchFailed
+// naming the certificate; its CA in the Secret's cacerts (the only key) makes it trusted.
+func TestGitRepoPrivateCA(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ts := httptest.NewTLSServer(git.srv.Handler)
+	t.Cleanup(ts.Close)
+	r := newRepo(t, "private-ca", false)
+	c1 := r.commit("one", map[string]string{"cm.yaml": configMapYAML("default", "private-ca", "one")})
+	gr := newGitRepo(t, "private-ca", r, func(s *fleetv1alpha1.GitRepoSpec) { s.Repo = ts.URL + "/public/private-ca.git" })
+	wantCondition(t, gr, fleetv1alpha1.ReasonFetchFailed, "certificate is not trusted", fleetv1alpha1.GitKeyCACerts)
+
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "git-ca"}, Data: map[string][]byte{fleetv1alpha1.GitKeyCACerts: ca}}
+	if err := mgmt.Client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), secret) })
+	patchSpec(t, gr, func(s *fleetv1alpha1.GitRepoSpec) { s.ClientSecretName = secret.Name })
+	eventually(t, 30*time.Second, func() error {
+		if err := wantSynced(t, gr, c1, "private-ca"); err != nil {
+			return err
+		}
+		return wantDownstream(t, map[string]string{"default/private-ca": "one"})
 	})
 }
