@@ -162,6 +162,18 @@ func printCluster(out io.Writer, cl *v1.Cluster) error {
 			fmt.Fprintf(out, "  %-17s %-5s %s: %s\n", t, cond.Status, cond.Reason, cond.Message)
 		}
 	}
+	if f := cl.Status.Fleet; f != nil {
+		fmt.Fprintf(out, "Fleet Cluster: %s  kubeconfig Secret: %s\n", orDash(f.ClusterName), orDash(f.KubeconfigSecret))
+		if f.CredentialsExpireTime != nil && f.CredentialsRefreshTime != nil {
+			fmt.Fprintf(out, "  token expires %s, replaced at %s\n", f.CredentialsExpireTime.UTC().Format(time.RFC3339),
+				f.CredentialsRefreshTime.UTC().Format(time.RFC3339))
+		}
+		for _, t := range []string{v1.ConditionJoined, v1.ConditionAgentReady} {
+			if cond := meta.FindStatusCondition(f.Conditions, t); cond != nil {
+				fmt.Fprintf(out, "  %-17s %-5s %s: %s\n", t, cond.Status, cond.Reason, cond.Message)
+			}
+		}
+	}
 	if up == nil {
 		fmt.Fprintln(out, "\nThe provider has not been read yet; the fields below are the config only.")
 	}

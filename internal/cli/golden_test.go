@@ -90,7 +90,12 @@ func seedGolden(t *testing.T) {
 		cond(hosted.CondReady, metav1.ConditionTrue, "Active", "the cluster is active"),
 		cond(hosted.CondSynced, metav1.ConditionTrue, "InSync", "the provider matches the spec"),
 		cond(hosted.CondConflict, metav1.ConditionFalse, "NoConflict", ""),
-	}}
+	}, Fleet: &v1.FleetStatus{ClusterName: "prod", KubeconfigSecret: "prod-kubeconfig",
+		CredentialsExpireTime: &metav1.Time{Time: goldenNow.Add(10 * time.Minute)}, CredentialsRefreshTime: &metav1.Time{Time: goldenNow.Add(5 * time.Minute)},
+		Conditions: []metav1.Condition{
+			cond(v1.ConditionJoined, metav1.ConditionTrue, v1.ReasonJoined, "kubeconfig Secret and fleet Cluster in place"),
+			cond(v1.ConditionAgentReady, metav1.ConditionFalse, v1.ReasonWaitingForAgent, "the agent has not checked in yet"),
+		}}}
 	staging.Status = v1.ClusterStatus{Phase: v1.PhaseCreating}
 	web.Status = fleetv1alpha1.BundleStatus{DeploymentID: "s-1:abc", Summary: fleetv1alpha1.BundleSummary{
 		DesiredReady: 2, Ready: 1, Pending: 1,
