@@ -64,7 +64,7 @@ func eventuallyUnauthorized(t *testing.T, what string, cfg *rest.Config) {
 		if apierrors.IsUnauthorized(err) {
 			return nil
 		}
-		return fmt.Errorf("%s: got %v, want 401 Unauthorized from the API server", what, err)
+		return fmt.Errorf("%s: got %w, want 401 Unauthorized from the API server", what, err)
 	})
 }
 

@@ -695,7 +695,7 @@ func labelsOwned(fleet *fleetv1.Cluster, want map[string]string) map[string]stri
 				Labels map[string]any `json:"f:labels"`
 			} `json:"f:metadata"`
 		}
-		if json.Unmarshal(mf.FieldsV1.Raw, &fields) == nil {
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields) == nil {
 			for k := range fields.Metadata.Labels {
 				owned[strings.TrimPrefix(k, "f:")] = true
 			}

@@ -145,7 +145,7 @@ func TestJoinLifecycle(t *testing.T) {
 			}
 			eventually(t, 90*time.Second, func() error {
 				if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), &v1.Cluster{}); !isGone(err) {
-					return fmt.Errorf("hosted Cluster still there: %v", err)
+					return fmt.Errorf("hosted Cluster still there: %w", err)
 				}
 				if w.cloudClusterExists(name) {
 					return fmt.Errorf("the cloud cluster still exists")
@@ -197,7 +197,7 @@ func TestKubeconfigRotation(t *testing.T) {
 		}
 		d, err := agentDeployment(ctx, agentNS)
 		if err != nil || fc.Status.AgentDeployedGeneration == nil {
-			return fmt.Errorf("agent not deployed: %v", err)
+			return fmt.Errorf("agent not deployed: %w", err)
 		}
 		deployed, gen = fc.Status.AgentDeployedGeneration, d.Generation
 		return nil
@@ -346,7 +346,7 @@ func TestAccessEntryMissing(t *testing.T) {
 	}
 	eventually(t, 60*time.Second, func() error {
 		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), &v1.Cluster{}); !isGone(err) {
-			return fmt.Errorf("hosted Cluster still there: %v", err)
+			return fmt.Errorf("hosted Cluster still there: %w", err)
 		}
 		return nil
 	})
@@ -523,7 +523,7 @@ func TestUnreachableClusterStillDeletes(t *testing.T) {
 	joinClock.SetTime(c.CreationTimestamp.Add(time.Hour)) // past AgentRemovalTimeout (1 min here)
 	eventually(t, 60*time.Second, func() error {
 		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), &v1.Cluster{}); !isGone(err) {
-			return fmt.Errorf("hosted Cluster still there: %v", err)
+			return fmt.Errorf("hosted Cluster still there: %w", err)
 		}
 		if w.cloudClusterExists(name) {
 			return fmt.Errorf("the cloud cluster still exists")
