@@ -246,7 +246,8 @@ func (a *agent) renew(ctx context.Context, cred *register.Credential) error {
 
 // watchBootstrap ends the work when a bootstrap secret appears that points to another API server
 // URL or CA than the credential (a Helm upgrade after the management endpoint moved): the loop
-// then moves there (register.Ensure), even if the old endpoint no longer answers.
+// then moves there (register.Ensure), even if the old endpoint no longer answers. A bootstrap
+// secret for the same endpoint is deleted: the agent is registered already.
 func (a *agent) watchBootstrap(ctx context.Context, cred *register.Credential) error {
 	t := time.NewTicker(a.o.HeartbeatInterval)
 	defer t.Stop()
@@ -268,6 +269,14 @@ func (a *agent) watchBootstrap(ctx context.Context, cred *register.Credential) e
 		if cred.Moved(boot.Data) {
 			return errors.New("the bootstrap secret points to another management API server URL or CA: moving there")
 		}
+		// Same endpoint, and this agent is registered: the secret is left over (drover pushed
+		// a fresh one while the agent was already registering with the last). Its import token
+		// must not linger downstream; the renewal identity does its job.
+		if err := a.down.Delete(ctx, boot, client.Preconditions{UID: &boot.UID}); client.IgnoreNotFound(err) != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Deleting a bootstrap secret left after registering")
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Deleted a bootstrap secret left after registering")
 	}
 }
 

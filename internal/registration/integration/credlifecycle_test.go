@@ -216,9 +216,14 @@ func TestImportedAgentRebootstrapped(t *testing.T) {
 	if seen := imported(); !slices.Contains(seen, fleetv1alpha1.ReasonRebootstrapped) {
 		t.Errorf("Imported reasons %v: never %s", seen, fleetv1alpha1.ReasonRebootstrapped)
 	}
-	if err := downstream.Client.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: manifests.BootstrapSecret}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
-		t.Errorf("bootstrap secret after registering: got %v, want NotFound", err)
-	}
+	// The agent deletes the bootstrap secret once the credential is persisted (asynchronously).
+	eventually(t, 30*time.Second, func() error {
+		err := downstream.Client.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: manifests.BootstrapSecret}, &corev1.Secret{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("bootstrap secret after registering: got %w, want NotFound", err)
+	})
 	// A fresh renewal identity: the next long absence needs no bootstrap.
 	ren := tokenClient(t, renewed[fleetv1alpha1.KeyRenewalToken])
 	check(t, "new renewal identity: register its cluster again", true,
