@@ -241,27 +241,7 @@ func newBundleDeleteCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var deleted []*fleetv1alpha1.Bundle
-			for _, name := range args {
-				b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-				if err := c.Delete(cmd.Context(), b); err != nil {
-					if apierrors.IsNotFound(err) {
-						return fmt.Errorf("bundle %q not found in namespace %s", name, ns)
-					}
-					return fmt.Errorf("delete bundle %s/%s: %w", ns, name, err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "bundle.fleet.drover.io/%s deleted\n", name)
-				deleted = append(deleted, b)
-			}
-			for _, b := range deleted {
-				if !w.wait {
-					break
-				}
-				if err := waitUntil(cmd.Context(), cmd.OutOrStdout(), "bundle "+ns+"/"+b.Name, w.timeout, gone(c, b)); err != nil {
-					return err
-				}
-			}
-			return nil
+			return deleteAll(cmd, c, ns, args, "bundle", "bundle.fleet.drover.io", func() client.Object { return &fleetv1alpha1.Bundle{} }, w)
 		},
 	}
 	w.add(cmd, "the bundles are gone", 5*time.Minute)

@@ -281,28 +281,7 @@ func newClusterDeleteCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			var deleted []*v1.Cluster
-			for _, name := range args {
-				cl := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-				if err := c.Delete(cmd.Context(), cl); err != nil {
-					if apierrors.IsNotFound(err) {
-						return fmt.Errorf("cluster %q not found in namespace %s", name, ns)
-					}
-					return fmt.Errorf("delete cluster %s/%s: %w", ns, name, err)
-				}
-				fmt.Fprintf(out, "cluster.management.drover.io/%s deleted\n", name)
-				deleted = append(deleted, cl)
-			}
-			if !w.wait {
-				return nil
-			}
-			for _, cl := range deleted {
-				if err := waitUntil(cmd.Context(), out, "cluster "+ns+"/"+cl.Name, w.timeout, gone(c, cl)); err != nil {
-					return err
-				}
-			}
-			return nil
+			return deleteAll(cmd, c, ns, args, "cluster", "cluster.management.drover.io", func() client.Object { return &v1.Cluster{} }, w)
 		},
 	}
 	w.add(cmd, "the clusters are gone (cloud resources deleted)", 30*time.Minute)

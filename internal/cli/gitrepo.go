@@ -182,27 +182,7 @@ func newGitRepoDeleteCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var deleted []*fleetv1alpha1.GitRepo
-			for _, name := range args {
-				gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-				if err := c.Delete(cmd.Context(), gr, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
-					if apierrors.IsNotFound(err) {
-						return fmt.Errorf("gitrepo %q not found in namespace %s", name, ns)
-					}
-					return fmt.Errorf("delete gitrepo %s/%s: %w", ns, name, err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "gitrepo.fleet.drover.io/%s deleted\n", name)
-				deleted = append(deleted, gr)
-			}
-			for _, gr := range deleted {
-				if !w.wait {
-					break
-				}
-				if err := waitUntil(cmd.Context(), cmd.OutOrStdout(), "gitrepo "+ns+"/"+gr.Name, w.timeout, gone(c, gr)); err != nil {
-					return err
-				}
-			}
-			return nil
+			return deleteAll(cmd, c, ns, args, "gitrepo", "gitrepo.fleet.drover.io", func() client.Object { return &fleetv1alpha1.GitRepo{} }, w, client.PropagationPolicy(metav1.DeletePropagationForeground))
 		},
 	}
 	w.add(cmd, "the gitrepos and their Bundles are gone", 5*time.Minute)

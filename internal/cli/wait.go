@@ -130,3 +130,34 @@ func bundleReady(c client.Client, key client.ObjectKey) func(context.Context) (s
 		}, nil
 	}
 }
+
+// deleteAll deletes the objects called names in ns (newObj makes an empty one of the kind),
+// prints kubectl's "<resource>/<name> deleted" for each and, with --wait, waits until every
+// one is gone. kind names the kind in messages ("bundle").
+func deleteAll(cmd *cobra.Command, c client.Client, ns string, names []string, kind, resource string,
+	newObj func() client.Object, w waitFlags, opts ...client.DeleteOption) error {
+	out := cmd.OutOrStdout()
+	var deleted []client.Object
+	for _, name := range names {
+		obj := newObj()
+		obj.SetNamespace(ns)
+		obj.SetName(name)
+		if err := c.Delete(cmd.Context(), obj, opts...); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("%s %q not found in namespace %s", kind, name, ns)
+			}
+			return fmt.Errorf("delete %s %s/%s: %w", kind, ns, name, err)
+		}
+		fmt.Fprintf(out, "%s/%s deleted\n", resource, name)
+		deleted = append(deleted, obj)
+	}
+	if !w.wait {
+		return nil
+	}
+	for _, obj := range deleted {
+		if err := waitUntil(cmd.Context(), out, kind+" "+ns+"/"+obj.GetName(), w.timeout, gone(c, obj)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
