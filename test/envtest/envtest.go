@@ -32,6 +32,7 @@ import (
 
 	"github.com/droverhq/drover/internal/controlplane"
 	"github.com/droverhq/drover/internal/server"
+	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 )
 
 // Options configures a test cluster.
@@ -43,6 +44,19 @@ type Options struct {
 	// APIServerFlags are extra kube-apiserver flags (name without "--" → value), e.g.
 	// "authentication-token-webhook-config-file". Start only.
 	APIServerFlags map[string]string
+	// TokenWebhook, when set, makes the API server authenticate bearer tokens it does not know
+	// through this TokenReview (authentication.k8s.io/v1) URL, as a cloud provider's API server
+	// asks its identity service (pkg/cloudsim simulators serve one). Start only.
+	TokenWebhook *TokenWebhook
+}
+
+// TokenWebhook is the API server's token authentication webhook.
+type TokenWebhook struct {
+	// URL of the TokenReview endpoint (plain HTTP is fine: it is a loopback test server).
+	URL string
+	// CacheTTL is how long the API server caches an answer; "" keeps its default (2m), "0s"
+	// makes an expired token refused at once.
+	CacheTTL string
 }
 
 // Cluster is a running test API server with an admin client.
@@ -78,16 +92,33 @@ func Start(name string, opts Options) (*Cluster, error) {
 	for k, v := range opts.APIServerFlags {
 		api.Configure().Set(k, v)
 	}
+	var dir string
+	if w := opts.TokenWebhook; w != nil {
+		if dir, err = os.MkdirTemp("", "drover-"+name+"-webhook-"); err != nil {
+			return nil, fmt.Errorf("create webhook config dir: %w", err)
+		}
+		file := filepath.Join(dir, "webhook.kubeconfig")
+		if err := os.WriteFile(file, simcore.WebhookKubeconfig(w.URL, nil), 0o600); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("write webhook config: %w", err)
+		}
+		api.Configure().Set("authentication-token-webhook-config-file", file).Set("authentication-token-webhook-version", "v1")
+		if w.CacheTTL != "" {
+			api.Configure().Set("authentication-token-webhook-cache-ttl", w.CacheTTL)
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("start test API server %s: %w", name, err)
 	}
 	c, err := newCluster(name, cfg, opts)
 	if err != nil {
 		_ = env.Stop()
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	c.env = env
+	c.env, c.dir = env, dir
 	return c, nil
 }
 

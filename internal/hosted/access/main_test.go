@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -60,23 +59,10 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	webhook := httptest.NewServer(simcore.TokenReviewHandler(reviewers))
 	defer webhook.Close()
-	dir, err := os.MkdirTemp("", "drover-access-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	cfgFile := filepath.Join(dir, "webhook.kubeconfig")
-	if err := os.WriteFile(cfgFile, simcore.WebhookKubeconfig(webhook.URL+simcore.TokenReviewPath(backend.Name), nil), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	downstream, err = envtest.Start("downstream", envtest.Options{APIServerFlags: map[string]string{
-		"authentication-token-webhook-config-file": cfgFile,
-		"authentication-token-webhook-version":     "v1",
-		// No cache: an expired token must be refused at once, not after the cache's 2 min.
-		"authentication-token-webhook-cache-ttl": "0s",
-	}})
+	// No cache: an expired token must be refused at once, not after the cache's 2 min.
+	var err error
+	downstream, err = envtest.Start("downstream", envtest.Options{
+		TokenWebhook: &envtest.TokenWebhook{URL: webhook.URL + simcore.TokenReviewPath(backend.Name), CacheTTL: "0s"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -104,31 +103,19 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	webhook := httptest.NewServer(simcore.TokenReviewHandler(reviewers))
 	defer webhook.Close()
-	dir, err := os.MkdirTemp("", "drover-join-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	cfgFile := filepath.Join(dir, "webhook.kubeconfig")
-	if err := os.WriteFile(cfgFile, simcore.WebhookKubeconfig(webhook.URL+simcore.TokenReviewPath(backend.Name), nil), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	type result struct {
 		c   *envtest.Cluster
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		c, err := envtest.Start("downstream", envtest.Options{APIServerFlags: map[string]string{
-			"authentication-token-webhook-config-file": cfgFile,
-			"authentication-token-webhook-version":     "v1",
-			// The default cache (2 min), as on a provider's API server: the agent's deployment
-			// presents one token many times. (internal/hosted/access tests expiry without it.)
-		}})
+		// The default cache (2 min), as on a provider's API server: the agent's deployment
+		// presents one token many times. (internal/hosted/access tests expiry without it.)
+		c, err := envtest.Start("downstream", envtest.Options{
+			TokenWebhook: &envtest.TokenWebhook{URL: webhook.URL + simcore.TokenReviewPath(backend.Name)}})
 		ch <- result{c, err}
 	}()
+	var err error
 	mgmt, err = envtest.Start("management", envtest.Options{InstallCRDs: true})
 	r := <-ch
 	downstream = r.c
