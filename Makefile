@@ -54,6 +54,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRD manifests and the ser
 	$(CONTROLLER_GEN) rbac:roleName=drover-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
 	@# charts/drover renders its ClusterRole/Role rules from this copy of the generated RBAC.
 	@if [ -d charts/drover ]; then mkdir -p charts/drover/files && cp config/rbac/role.yaml charts/drover/files/rbac-role.yaml; fi
+	@# ... and ships the Grafana dashboard from this copy (grafanaDashboard.enabled).
+	@if [ -d charts/drover ]; then cp config/grafana/drover.json charts/drover/files/grafana-dashboard.json; fi
 
 .PHONY: verify
 verify: generate ## Fail if generated files are stale, code is not gofmt-clean or go.mod is untidy.

@@ -209,3 +209,52 @@ func TestDroverChartNamespace(t *testing.T) {
 		t.Fatalf("render into default: %v, want an error naming drover-system", err)
 	}
 }
+
+// TestDroverChartGrafanaDashboard: grafanaDashboard.enabled renders drover's Grafana dashboard
+// (config/grafana/drover.json, byte for byte) in a ConfigMap Grafana's sidecar loads; off by
+// default.
+func TestDroverChartGrafanaDashboard(t *testing.T) {
+	t.Parallel()
+	want, err := os.ReadFile("../config/grafana/drover.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		vals      map[string]any
+		namespace string // "" = not rendered
+	}{
+		{"default off", nil, ""},
+		{"enabled", map[string]any{"grafanaDashboard": map[string]any{"enabled": true}}, ns},
+		{"enabled elsewhere", map[string]any{"grafanaDashboard": map[string]any{"enabled": true, "namespace": "monitoring",
+			"labels": map[string]any{"team": "obs"}, "annotations": map[string]any{"grafana_folder": "drover"}}}, "monitoring"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lint(t, "drover", ns, tc.vals)
+			objs := mustRender(t, load(t, "drover"), ns, tc.vals)
+			var found []string
+			for k := range objs {
+				if strings.HasPrefix(k, "ConfigMap/") && strings.HasSuffix(k, "/drover-grafana-dashboard") {
+					found = append(found, k)
+				}
+			}
+			if tc.namespace == "" {
+				if len(found) > 0 {
+					t.Fatalf("rendered %v", found)
+				}
+				return
+			}
+			cm := into[corev1.ConfigMap](t, get(t, objs, "ConfigMap/"+tc.namespace+"/drover-grafana-dashboard"))
+			if cm.Labels["grafana_dashboard"] != "1" {
+				t.Errorf("labels %v lack grafana_dashboard: \"1\"", cm.Labels)
+			}
+			if got := cm.Data["drover.json"]; strings.TrimSpace(got) != strings.TrimSpace(string(want)) {
+				t.Errorf("drover.json differs from config/grafana/drover.json (run make generate): %d bytes, want %d", len(got), len(want))
+			}
+			if tc.namespace == "monitoring" && (cm.Labels["team"] != "obs" || cm.Annotations["grafana_folder"] != "drover") {
+				t.Errorf("labels %v annotations %v", cm.Labels, cm.Annotations)
+			}
+		})
+	}
+}

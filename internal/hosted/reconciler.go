@@ -204,6 +204,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.HostedClusters.Delete(req.String())
+			metrics.RefreshAge.Delete(req.String())
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -236,6 +237,7 @@ func (ps *pass) finish(ctx context.Context, err error) error {
 	}
 	if ps.status.LastRefreshTime != nil {
 		ps.r.lastRead.Store(ps.key(), ps.status.LastRefreshTime.Time)
+		metrics.RefreshAge.Set(ps.key().String(), ps.p.Name(), ps.status.LastRefreshTime.Time)
 	}
 	phase := string(ps.status.Phase)
 	if phase == "" {

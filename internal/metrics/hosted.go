@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +45,13 @@ var (
 		Help:    "Time to read one hosted cluster's state from its provider, by provider.",
 		Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 	}, []string{"provider"})
+
+	// RefreshAge is, by provider, how long ago the least recently read hosted cluster was last
+	// read from its provider, in seconds: the length of a refresh round as it really runs. It
+	// stays below the refresh interval (plus jitter) while drover keeps up with every cluster,
+	// and grows when the workers or the API budget cannot read them all in time.
+	RefreshAge = NewOldest(namespace+"_hosted_refresh_age_seconds",
+		"Seconds since the least recently read hosted cluster was read from its provider, by provider.", "provider")
 )
 
 // Hosted change kinds (HostedChanges' kind label).
@@ -53,7 +62,7 @@ const (
 )
 
 func init() {
-	register(HostedClusters, HostedChanges, CloudAPIRequests, RefreshDuration)
+	register(HostedClusters, HostedChanges, CloudAPIRequests, RefreshDuration, RefreshAge)
 }
 
 // ObserveCloudRequest counts one request of provider's SDK and its outcome.
@@ -92,4 +101,58 @@ func Operation(req *http.Request) string {
 
 func isVersion(s string) bool {
 	return len(s) >= 2 && len(s) <= 10 && s[0] == 'v' && s[1] >= '0' && s[1] <= '9'
+}
+
+// Oldest is a gauge of ages by one label: for each label value, the time since the oldest of
+// the times its objects (keys) were last set to, at scrape time. An object stops counting when
+// it is deleted.
+type Oldest struct {
+	desc *prometheus.Desc
+	now  func() time.Time
+
+	mu   sync.Mutex
+	objs map[string]oldestEntry
+}
+
+type oldestEntry struct {
+	value string
+	t     time.Time
+}
+
+// NewOldest returns an Oldest gauge named name with one label.
+func NewOldest(name, help, label string) *Oldest {
+	return &Oldest{desc: prometheus.NewDesc(name, help, []string{label}, nil), now: time.Now, objs: map[string]oldestEntry{}}
+}
+
+// Set records that key, under label value, was last refreshed at t.
+func (o *Oldest) Set(key, value string, t time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.objs[key] = oldestEntry{value: value, t: t}
+}
+
+// Delete stops counting key.
+func (o *Oldest) Delete(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.objs, key)
+}
+
+// Describe implements prometheus.Collector.
+func (o *Oldest) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
+
+// Collect implements prometheus.Collector: one sample per label value with objects.
+func (o *Oldest) Collect(ch chan<- prometheus.Metric) {
+	oldest := map[string]time.Time{}
+	o.mu.Lock()
+	for _, e := range o.objs {
+		if t, ok := oldest[e.value]; !ok || e.t.Before(t) {
+			oldest[e.value] = e.t
+		}
+	}
+	o.mu.Unlock()
+	now := o.now()
+	for v, t := range oldest {
+		ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, max(now.Sub(t).Seconds(), 0), v)
+	}
 }
