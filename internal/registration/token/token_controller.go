@@ -67,7 +67,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterregistrationtoken").
-		For(&fleetv1alpha1.ClusterRegistrationToken{}).
+		// Its own status and finalizer patches need no second pass (that pass re-applied the
+		// import identity: three writes per token); renewals come from RequeueAfter.
+		For(&fleetv1alpha1.ClusterRegistrationToken{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allTokens),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 				return o.GetNamespace() == r.Config.Namespace && o.GetName() == r.Config.Name

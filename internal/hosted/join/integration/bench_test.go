@@ -3,6 +3,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,11 +17,16 @@ import (
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	fleetv1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	eksim "github.com/droverhq/drover/pkg/cloudsim/eks"
+	"github.com/droverhq/drover/test/envtest"
 )
 
 // BenchmarkJoin imports N existing EKS clusters at once (drover's principal is their creator,
@@ -60,7 +69,9 @@ func benchJoin(b *testing.B, n int) {
 		return nil
 	})
 
-	writes0, join0 := mgmtWrites.Load(), joinWrites.Load()
+	writes0, join0, kinds0 := mgmtWrites.Load(), joinWrites.Load(), writesByKind.snapshot()
+	stopProfiles := profileAPIServers(b)
+	defer stopProfiles()
 	start := time.Now()
 	parallel(b, n, func(i int) error {
 		name := fmt.Sprintf("%s-%d", prefix, i)
@@ -111,11 +122,84 @@ func benchJoin(b *testing.B, n int) {
 			deployedAt = time.Since(start)
 		}
 	}
+	logReconciles(b)
+	kinds := writesByKind.snapshot()
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		if d := kinds[k] - kinds0[k]; d > 0 {
+			b.Logf("writes %s: %.2f per cluster", k, float64(d)/float64(n))
+		}
+	}
 	b.ReportMetric(activeAt.Seconds(), "s-all-active")
 	b.ReportMetric(joinedAt.Seconds(), "s-all-joined")
 	b.ReportMetric(deployedAt.Seconds(), "s-all-agents-deployed")
 	b.ReportMetric(float64(joinWrites.Load()-join0)/float64(n), "join-writes/cluster")
 	b.ReportMetric(float64(mgmtWrites.Load()-writes0)/float64(n), "mgmt-writes/cluster")
+}
+
+// profileAPIServers writes a CPU profile of the management and downstream API servers for the
+// measured part to $DROVER_BENCH_PROFILE_DIR (unset: no profile), to find where the time goes:
+// go tool pprof -top bin/k8s/kube-apiserver DIR/management.pprof.
+func profileAPIServers(b *testing.B) (stop func()) {
+	dir := os.Getenv("DROVER_BENCH_PROFILE_DIR")
+	if dir == "" {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for name, c := range map[string]*envtest.Cluster{"management": mgmt, "downstream": downstream} {
+		wg.Go(func() {
+			rc, err := rest.RESTClientFor(withNegotiatedSerializer(c.Config))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			// The API server stops at its "seconds" or when the request is cancelled, and sends
+			// the profile only in the first case: ask for long enough, cancel never.
+			raw, err := rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", os.Getenv("DROVER_BENCH_PROFILE_SECONDS")).DoRaw(ctx)
+			if err != nil {
+				b.Logf("%s profile: %v", name, err)
+				return
+			}
+			if err := os.WriteFile(filepath.Join(dir, name+".pprof"), raw, 0o600); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	return func() { wg.Wait(); cancel() }
+}
+
+func withNegotiatedSerializer(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	c.GroupVersion = &schema.GroupVersion{}
+	c.Timeout = 0
+	return c
+}
+
+// logReconciles logs each controller's reconciles by result (success, error, requeue_after):
+// errors are retried with the workqueue's backoff and shared rate limit, so they cost time.
+func logReconciles(b *testing.B) {
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "controller_runtime_reconcile_time_seconds" {
+			for _, m := range mf.GetMetric() {
+				if h := m.GetHistogram(); h.GetSampleCount() > 0 {
+					b.Logf("reconcile time %v: mean %.3fs", m.GetLabel(), h.GetSampleSum()/float64(h.GetSampleCount()))
+				}
+			}
+		}
+		if mf.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if v := m.GetCounter().GetValue(); v > 0 {
+				b.Logf("reconciles %v: %v", m.GetLabel(), v)
+			}
+		}
+	}
 }
 
 // parallel runs f(0..n-1) on 16 goroutines.

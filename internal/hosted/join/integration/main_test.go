@@ -8,9 +8,11 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -280,10 +282,69 @@ var mgmtWrites, joinWrites atomic.Int64
 
 type writeCounter struct{ next http.RoundTripper }
 
+// writesByKind counts the management writes by method and resource (the path without
+// namespace and name) and the drover function that made them, so a benchmark can say where
+// the writes per cluster go.
+var writesByKind = &kindCounter{}
+
+type kindCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func callerFrame() string {
+	pcs := make([]uintptr, 64)
+	n := runtime.Callers(3, pcs)
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if strings.Contains(f.Function, "droverhq/drover/internal/") && !strings.Contains(f.Function, "integration") {
+			return f.Function[strings.LastIndex(f.Function, "/")+1:] + fmt.Sprint(":", f.Line)
+		}
+		if !more {
+			return "?"
+		}
+	}
+}
+
+func (k *kindCounter) record(method, path string) {
+	path, caller, _ := strings.Cut(path, " ")
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch { // drop api/v1 or apis/GROUP/VERSION
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:] // a namespaced resource
+	}
+	kind := "?"
+	switch len(parts) {
+	case 1, 2:
+		kind = parts[0]
+	case 3:
+		kind = parts[0] + "/" + parts[2]
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.n == nil {
+		k.n = map[string]int{}
+	}
+	k.n[method+" "+kind+" "+caller]++
+}
+
+func (k *kindCounter) snapshot() map[string]int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return maps.Clone(k.n)
+}
+
 func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	switch r.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		mgmtWrites.Add(1)
+		writesByKind.record(r.Method, r.URL.Path+" "+callerFrame())
 	}
 	return w.next.RoundTrip(r)
 }
