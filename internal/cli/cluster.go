@@ -35,7 +35,8 @@ func providerOf(c *v1.Cluster) hosted.Provider {
 func newClusterCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "Create, import, list, inspect and delete hosted (EKS, AKS, GKE) clusters",
 		Example: "  drover cluster list\n  drover cluster create eks --help"}
-	cmd.AddCommand(newClusterListCommand(k), newClusterGetCommand(k), newClusterImportCommand(k), newClusterCreateCommand(k), newClusterDeleteCommand(k))
+	cmd.AddCommand(newClusterListCommand(k), newClusterGetCommand(k), newClusterImportCommand(k), newClusterCreateCommand(k), newClusterDeleteCommand(k),
+		newClusterKubeconfigCommand(k), newClusterTokenCommand())
 	return cmd
 }
 

@@ -68,34 +68,44 @@ type EKSDescriber interface {
 }
 
 // EKS returns credentials for the EKS cluster called name: endpoint and CA from
-// DescribeCluster, and an EKSToken signed with cfg (the same config drover manages the cluster
-// with). The cluster must be ACTIVE or UPDATING; a private-only endpoint gives
-// ErrEndpointPrivate.
+// DescribeCluster (EKSEndpoint), and an EKSToken signed with cfg (the same config drover manages
+// the cluster with).
 func EKS(ctx context.Context, api EKSDescriber, cfg aws.Config, stsEndpoint, name string) (*Credentials, error) {
-	out, err := api.DescribeCluster(ctx, &awseks.DescribeClusterInput{Name: aws.String(name)})
+	host, ca, err := EKSEndpoint(ctx, api, name)
 	if err != nil {
-		return nil, fmt.Errorf("DescribeCluster %s: %w", name, err)
-	}
-	cl := out.Cluster
-	if cl.Status != ekstypes.ClusterStatusActive && cl.Status != ekstypes.ClusterStatusUpdating {
-		return nil, fmt.Errorf("EKS cluster %s is %s: %w", name, cl.Status, ErrNotReady)
-	}
-	if vpc := cl.ResourcesVpcConfig; vpc != nil && !vpc.EndpointPublicAccess {
-		return nil, fmt.Errorf("EKS cluster %s: %w", name, ErrEndpointPrivate)
-	}
-	if aws.ToString(cl.Endpoint) == "" || cl.CertificateAuthority == nil {
-		return nil, fmt.Errorf("EKS cluster %s: %w", name, ErrNotReady)
-	}
-	ca, err := base64.StdEncoding.DecodeString(aws.ToString(cl.CertificateAuthority.Data))
-	if err != nil {
-		return nil, fmt.Errorf("EKS cluster %s: certificateAuthority.data is not base64", name)
-	}
-	if err := checkCA(ca, "EKS cluster "+name); err != nil {
 		return nil, err
 	}
 	tok, exp, err := EKSToken(ctx, cfg, stsEndpoint, name)
 	if err != nil {
 		return nil, err
 	}
-	return &Credentials{Host: aws.ToString(cl.Endpoint), CAData: ca, Token: tok, Expiry: exp}, nil
+	return &Credentials{Host: host, CAData: ca, Token: tok, Expiry: exp}, nil
+}
+
+// EKSEndpoint returns the API server URL and the PEM of its CA of the EKS cluster called name,
+// from DescribeCluster. The cluster must be ACTIVE or UPDATING; a private-only endpoint gives
+// ErrEndpointPrivate.
+func EKSEndpoint(ctx context.Context, api EKSDescriber, name string) (string, []byte, error) {
+	out, err := api.DescribeCluster(ctx, &awseks.DescribeClusterInput{Name: aws.String(name)})
+	if err != nil {
+		return "", nil, fmt.Errorf("DescribeCluster %s: %w", name, err)
+	}
+	cl := out.Cluster
+	if cl.Status != ekstypes.ClusterStatusActive && cl.Status != ekstypes.ClusterStatusUpdating {
+		return "", nil, fmt.Errorf("EKS cluster %s is %s: %w", name, cl.Status, ErrNotReady)
+	}
+	if vpc := cl.ResourcesVpcConfig; vpc != nil && !vpc.EndpointPublicAccess {
+		return "", nil, fmt.Errorf("EKS cluster %s: %w", name, ErrEndpointPrivate)
+	}
+	if aws.ToString(cl.Endpoint) == "" || cl.CertificateAuthority == nil {
+		return "", nil, fmt.Errorf("EKS cluster %s: %w", name, ErrNotReady)
+	}
+	ca, err := base64.StdEncoding.DecodeString(aws.ToString(cl.CertificateAuthority.Data))
+	if err != nil {
+		return "", nil, fmt.Errorf("EKS cluster %s: certificateAuthority.data is not base64", name)
+	}
+	if err := checkCA(ca, "EKS cluster "+name); err != nil {
+		return "", nil, err
+	}
+	return aws.ToString(cl.Endpoint), ca, nil
 }
