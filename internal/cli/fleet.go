@@ -17,10 +17,8 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/manifests"
+	"github.com/droverhq/drover/internal/registration/cluster"
 )
-
-// connectedWithin: an agent seen this recently counts as connected (three default heartbeats).
-const connectedWithin = 3 * time.Minute
 
 func newFleetCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{
@@ -78,8 +76,10 @@ var fleetColumns = []column[*fleetv1alpha1.Cluster]{
 	{name: "CLUSTER NAMESPACE", wide: true, cell: func(c *fleetv1alpha1.Cluster) string { return orDash(c.Status.Namespace) }},
 }
 
+// connected is the server's verdict (the Ready condition's AgentDisconnected reason, set after
+// its --agent-disconnect-after), not a window of the CLI's own: both must say the same.
 func connected(c *fleetv1alpha1.Cluster) bool {
-	return c.Status.Agent.LastSeen != nil && now().Sub(c.Status.Agent.LastSeen.Time) < connectedWithin
+	return c.Status.Agent.LastSeen != nil && !cluster.Disconnected(c)
 }
 
 // agentVersion is the tag of the agent image the cluster runs (the server's own by default).
