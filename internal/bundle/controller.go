@@ -566,39 +566,62 @@ func summarize(bds []*fleetv1alpha1.BundleDeployment, id string, desired int) fl
 		return bds[i].Labels[fleetv1alpha1.ClusterLabel] < bds[j].Labels[fleetv1alpha1.ClusterLabel]
 	})
 	for _, bd := range bds {
-		state, msg := "", ""
-		applied := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionApplied)
-		switch {
-		case bd.Spec.DeploymentID != id:
+		state, msg := DeploymentState(bd, id)
+		switch state {
+		case StateOutOfDate:
 			s.OutOfDate++
-			state = "OutOfDate"
-		case applied != nil && applied.Reason == fleetv1alpha1.ReasonUnknownKind && applied.ObservedGeneration == bd.Generation:
-			// Retried by the agent (a CRD being established): pending, not an error.
+		case StatePending:
 			s.Pending++
-			state, msg = "Pending", applied.Message
-		case applied != nil && applied.Status == metav1.ConditionFalse && applied.ObservedGeneration == bd.Generation:
+		case StateErrApplied:
 			s.ErrApplied++
-			state, msg = "ErrApplied", applied.Message
-		case bd.Status.AppliedDeploymentID != id:
-			s.Pending++
-			state = "Pending"
-		case !bd.Status.NonModified:
+		case StateModified:
 			s.Modified++
-			state, msg = "Modified", modifiedMessage(bd)
-		case !bd.Status.Ready:
+		case StateNotReady:
 			s.NotReady++
-			state = "NotReady"
-			if c := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionReady); c != nil {
-				msg = c.Message
-			}
 		default:
 			s.Ready++
 		}
-		if state != "" && len(s.NonReadyClusters) < 20 {
+		if state != StateReady && len(s.NonReadyClusters) < 20 {
 			s.NonReadyClusters = append(s.NonReadyClusters, fleetv1alpha1.NonReadyCluster{Name: bd.Labels[fleetv1alpha1.ClusterLabel], State: state, Message: msg})
 		}
 	}
 	return s
+}
+
+// States of a BundleDeployment in its Bundle's summary (NonReadyCluster.State).
+const (
+	StateReady      = ""
+	StateOutOfDate  = "OutOfDate"
+	StatePending    = "Pending"
+	StateErrApplied = "ErrApplied"
+	StateModified   = "Modified"
+	StateNotReady   = "NotReady"
+)
+
+// DeploymentState is a BundleDeployment's state against its Bundle's current deployment ID id,
+// as the Bundle's summary counts it, with a message saying why it is not ready (never a Secret
+// value). StateReady ("") when it applied id and is ready and unmodified.
+func DeploymentState(bd *fleetv1alpha1.BundleDeployment, id string) (state, msg string) {
+	applied := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionApplied)
+	switch {
+	case bd.Spec.DeploymentID != id:
+		return StateOutOfDate, ""
+	case applied != nil && applied.Reason == fleetv1alpha1.ReasonUnknownKind && applied.ObservedGeneration == bd.Generation:
+		// Retried by the agent (a CRD being established): pending, not an error.
+		return StatePending, applied.Message
+	case applied != nil && applied.Status == metav1.ConditionFalse && applied.ObservedGeneration == bd.Generation:
+		return StateErrApplied, applied.Message
+	case bd.Status.AppliedDeploymentID != id:
+		return StatePending, ""
+	case !bd.Status.NonModified:
+		return StateModified, modifiedMessage(bd)
+	case !bd.Status.Ready:
+		if c := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionReady); c != nil {
+			msg = c.Message
+		}
+		return StateNotReady, msg
+	}
+	return StateReady, ""
 }
 
 func modifiedMessage(bd *fleetv1alpha1.BundleDeployment) string {

@@ -399,7 +399,7 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 			return reconcile.Result{}, err
 		}
 		for _, ch := range result.Adopt {
-			ps.event(corev1.EventTypeNormal, "Adopted", "Adopted", "%s.%s changed at the provider to %s; adopted into the config", p.Name()+"Config", ch.Path, show(ch.Upstream, ch.HasUpstream))
+			ps.event(corev1.EventTypeNormal, EventAdopted, "Adopted", "%s", AdoptedNote(p.Name()+"Config."+ch.Path.String(), show(ch.Upstream, ch.HasUpstream)))
 		}
 	}
 
@@ -445,7 +445,7 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	ps.reportConflicts(result)
 	for _, ch := range result.Reverts {
 		if merge.Has(done, ch.Path) {
-			ps.event(corev1.EventTypeNormal, "DriftReverted", "Reverted", "%s.%s changed at the provider to %s; reverted to %s (syncPolicy enforce)", p.Name()+"Config", ch.Path, show(ch.Upstream, ch.HasUpstream), show(ch.Config, ch.HasConfig))
+			ps.event(corev1.EventTypeNormal, EventDriftReverted, "Reverted", "%s", RevertedNote(p.Name()+"Config."+ch.Path.String(), show(ch.Upstream, ch.HasUpstream), show(ch.Config, ch.HasConfig)))
 		}
 	}
 	if started != nil {
@@ -526,10 +526,10 @@ func (ps *pass) reportConflicts(result merge.Result) {
 	var msgs []string
 	for _, ch := range result.Conflicts {
 		field := ps.p.Name() + "Config." + ch.Path.String()
-		msgs = append(msgs, fmt.Sprintf("%s: drover %s, provider %s", field, show(ch.Config, ch.HasConfig), show(ch.Upstream, ch.HasUpstream)))
-		ps.event(corev1.EventTypeWarning, "Conflict", "Conflict", "%s was changed both in drover (%s) and at the provider (%s) since the last sync; drover's value wins", field, show(ch.Config, ch.HasConfig), show(ch.Upstream, ch.HasUpstream))
+		msgs = append(msgs, conflictEntry(field, show(ch.Config, ch.HasConfig), show(ch.Upstream, ch.HasUpstream)))
+		ps.event(corev1.EventTypeWarning, EventConflict, "Conflict", "%s", ConflictNote(field, show(ch.Config, ch.HasConfig), show(ch.Upstream, ch.HasUpstream)))
 	}
-	ps.setCondition(CondConflict, metav1.ConditionTrue, v1.ReasonChangedOnBothSides, "Changed in drover and at the provider since the last sync; drover's value was applied: "+strings.Join(msgs, "; "))
+	ps.setCondition(CondConflict, metav1.ConditionTrue, v1.ReasonChangedOnBothSides, ConflictMessagePrefix+strings.Join(msgs, "; "))
 }
 
 func (ps *pass) notFound(ctx context.Context, sess Session, config map[string]any) (reconcile.Result, error) {
@@ -786,7 +786,7 @@ func (ps *pass) setCondition(t string, s metav1.ConditionStatus, reason, msg str
 }
 
 // changeKinds map the Events of fields found changed at the provider to drover_hosted_changes_total.
-var changeKinds = map[string]string{"Conflict": metrics.ChangeConflict, "Adopted": metrics.ChangeAdoption, "DriftReverted": metrics.ChangeDriftRevert}
+var changeKinds = map[string]string{EventConflict: metrics.ChangeConflict, EventAdopted: metrics.ChangeAdoption, EventDriftReverted: metrics.ChangeDriftRevert}
 
 func (ps *pass) event(typ, reason, action, format string, args ...any) {
 	if kind, ok := changeKinds[reason]; ok {

@@ -57,6 +57,12 @@ var (
 	}
 )
 
+// StepAction says what step i does (the dashboard shows it beside the step's recorded result).
+func StepAction(i int) string { return stepActions[i] }
+
+// StepVerifies lists what step i's verification checks before the next step.
+func StepVerifies(i int) []string { return slices.Clone(stepVerifies[i]) }
+
 // Plan runs the preflight and computes every step's change without changing anything.
 func (e *Engine) Plan(ctx context.Context, spec migrationv1alpha1.CloudProviderMigrationSpec) (*Plan, error) {
 	doc, err := e.Dist.Read(ctx)

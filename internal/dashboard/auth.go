@@ -1,0 +1,311 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Cookies. The session cookie holds the viewer's bearer token (server mode) or the access key
+// (local mode); it is HttpOnly and SameSite=Strict, and Secure when the dashboard is reached
+// over HTTPS.
+const (
+	sessionCookie   = "drover_session"
+	namespaceCookie = "drover_namespace"
+)
+
+// viewer is the identity a request is served with.
+type viewer struct {
+	client client.WithWatch
+	config *rest.Config
+	user   string
+	// secret is what the session rests on (token or access key); the CSRF token derives from it.
+	secret string
+	// ambient: the credential came from a cookie, so state-changing requests must prove they
+	// come from a dashboard page (same origin and the form's CSRF token).
+	ambient bool
+	// home are the namespaces to look in when a kind cannot be listed cluster-wide.
+	home []string
+}
+
+// csrfToken is the form token of state-changing requests: an HMAC of a fixed label keyed by the
+// session's secret, so every replica derives the same one and no one without the secret can.
+func (v *viewer) csrfToken() string {
+	m := hmac.New(sha256.New, []byte(v.secret))
+	m.Write([]byte("drover-dashboard-csrf"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+var errLogin = errors.New("not signed in")
+
+// viewerFor resolves the request's identity. errLogin means no (valid) credential.
+func (h *Handler) viewerFor(r *http.Request) (*viewer, error) {
+	if h.opts.Local != nil {
+		c, err := r.Cookie(sessionCookie)
+		if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(h.opts.AccessKey)) != 1 {
+			return nil, errLogin
+		}
+		v, err := h.newViewer(r.Context(), rest.CopyConfig(h.base), h.opts.AccessKey)
+		if err != nil {
+			return nil, err
+		}
+		v.ambient = true
+		v.home = homeNamespaces(r, h.opts.Namespaces)
+		return v, nil
+	}
+	token, ambient := "", false
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		t, ok := strings.CutPrefix(auth, "Bearer ")
+		if !ok || strings.TrimSpace(t) == "" {
+			return nil, errLogin
+		}
+		token = strings.TrimSpace(t)
+	} else if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		token, ambient = c.Value, true
+	}
+	if token == "" {
+		return nil, errLogin
+	}
+	cfg := rest.CopyConfig(h.base)
+	cfg.BearerToken = token
+	v, err := h.newViewer(r.Context(), cfg, token)
+	if err != nil {
+		return nil, err
+	}
+	v.ambient = ambient
+	v.home = homeNamespaces(r, h.opts.Namespaces)
+	return v, nil
+}
+
+// homeNamespaces are the configured fallback namespaces and the one chosen at login.
+func homeNamespaces(r *http.Request, configured []string) []string {
+	out := append([]string(nil), configured...)
+	if c, err := r.Cookie(namespaceCookie); err == nil && validNamespace(c.Value) {
+		out = append([]string{c.Value}, out...)
+	}
+	return dedupe(out)
+}
+
+func (h *Handler) newViewer(ctx context.Context, cfg *rest.Config, secret string) (*viewer, error) {
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: h.scheme, Mapper: h.mapper})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	user, err := h.whoAmI(ctx, cfg, secret)
+	if err != nil {
+		return nil, err
+	}
+	return &viewer{client: c, config: cfg, user: user, secret: secret}, nil
+}
+
+// whoAmI asks the API server who the credential is (SelfSubjectReview), remembered for
+// SessionTTL by the credential's hash. An unauthenticated credential is errLogin.
+func (h *Handler) whoAmI(ctx context.Context, cfg *rest.Config, secret string) (string, error) {
+	key := tokenKey(secret)
+	now := h.opts.Now()
+	h.mu.Lock()
+	s, ok := h.sessions[key]
+	h.mu.Unlock()
+	if ok && now.Before(s.expires) {
+		return s.user, nil
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", fmt.Errorf("clientset: %w", err)
+	}
+	res, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	user := ""
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return "", errLogin
+	case err != nil:
+		// Not fatal: an API server without SelfSubjectReview still serves the reads.
+		ctrl.LoggerFrom(ctx).V(1).Info("SelfSubjectReview failed", "error", err.Error())
+		user = "(unknown user)"
+	default:
+		user = res.Status.UserInfo.Username
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.sessions) > 10000 {
+		for k, s := range h.sessions {
+			if !now.Before(s.expires) {
+				delete(h.sessions, k)
+			}
+		}
+	}
+	h.sessions[key] = session{user: user, expires: now.Add(h.opts.SessionTTL)}
+	return user, nil
+}
+
+// forget drops a credential the API server no longer accepts.
+func (h *Handler) forget(secret string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.sessions, tokenKey(secret))
+}
+
+// withViewer serves API-like endpoints (event stream, actions): no credential is 401.
+func (h *Handler) withViewer(f func(http.ResponseWriter, *http.Request, *viewer)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := h.viewerFor(r)
+		if errors.Is(err, errLogin) {
+			http.Error(w, "sign in to the dashboard first", http.StatusUnauthorized)
+			return
+		}
+		if err != nil {
+			h.errorPage(w, r, nil, http.StatusBadGateway, err)
+			return
+		}
+		f(w, r, v)
+	})
+}
+
+// secureRequest: the dashboard was reached over HTTPS (directly or through a TLS-terminating
+// proxy), so cookies are Secure.
+func secureRequest(r *http.Request) bool {
+	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
+}
+
+func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	//nolint:gosec // Secure whenever the dashboard is reached over HTTPS; on plain-HTTP loopback it cannot be
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, Secure: secureRequest(r),
+		SameSite: http.SameSiteStrictMode, MaxAge: maxAge})
+}
+
+// sameOrigin checks that a state-changing browser request comes from a dashboard page: Origin
+// (or, without it, Referer) must be this host, and no fetch metadata may say cross-site.
+func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" || origin == "null" {
+		ref, err := url.Parse(r.Referer())
+		if r.Referer() == "" || err != nil {
+			return false
+		}
+		return ref.Host == r.Host
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
+}
+
+// checkCSRF guards a state-changing request made with an ambient (cookie) credential.
+func checkCSRF(r *http.Request, v *viewer) error {
+	if !v.ambient {
+		return nil // an Authorization header is not sent by a browser on its own
+	}
+	if !sameOrigin(r) {
+		return errors.New("request not made from a dashboard page (origin check failed)")
+	}
+	if got := r.PostFormValue("csrf"); subtle.ConstantTimeCompare([]byte(got), []byte(v.csrfToken())) != 1 {
+		return errors.New("missing or wrong form token: reload the page and try again")
+	}
+	return nil
+}
+
+type loginData struct {
+	Next      string
+	Error     string
+	Namespace string
+}
+
+func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Local != nil {
+		h.localKey(w, r)
+		return
+	}
+	d := loginData{Next: safeNext(r.URL.Query().Get("next"))}
+	if r.URL.Query().Get("expired") != "" {
+		d.Error = "The API server no longer accepts your token: sign in again."
+	}
+	h.render(w, r, http.StatusOK, "login", &layoutData{Title: "Sign in", Mode: "server"}, d)
+}
+
+// localKey trades the access key of the printed URL for the session cookie.
+func (h *Handler) localKey(w http.ResponseWriter, r *http.Request) {
+	key := r.URL.Query().Get("key")
+	if subtle.ConstantTimeCompare([]byte(key), []byte(h.opts.AccessKey)) != 1 {
+		d := loginData{Error: "Open the dashboard with the URL `drover dashboard` printed: it carries the access key."}
+		h.render(w, r, http.StatusUnauthorized, "login", &layoutData{Title: "Access key needed", Mode: "local"}, d)
+		return
+	}
+	setCookie(w, r, sessionCookie, h.opts.AccessKey, 0)
+	http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther) //nolint:gosec // safeNext keeps it on the dashboard
+}
+
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Local != nil || !sameOrigin(r) {
+		http.Error(w, "forbidden", http.StatusForbidden)
+		return
+	}
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	ns := strings.TrimSpace(r.PostFormValue("namespace"))
+	d := loginData{Next: safeNext(r.PostFormValue("next")), Namespace: ns}
+	l := &layoutData{Title: "Sign in", Mode: "server"}
+	if ns != "" && !validNamespace(ns) {
+		d.Error = fmt.Sprintf("%q is not a namespace name.", ns)
+		h.render(w, r, http.StatusBadRequest, "login", l, d)
+		return
+	}
+	if token == "" {
+		d.Error = "Paste a bearer token."
+		h.render(w, r, http.StatusBadRequest, "login", l, d)
+		return
+	}
+	cfg := rest.CopyConfig(h.base)
+	cfg.BearerToken = token
+	h.forget(token)
+	if _, err := h.whoAmI(r.Context(), cfg, token); err != nil {
+		d.Error = "The API server did not accept this token."
+		if !errors.Is(err, errLogin) {
+			d.Error = "Could not check the token: " + err.Error()
+		}
+		h.render(w, r, http.StatusUnauthorized, "login", l, d)
+		return
+	}
+	setCookie(w, r, sessionCookie, token, 0)
+	if ns != "" {
+		setCookie(w, r, namespaceCookie, ns, 0)
+	} else {
+		setCookie(w, r, namespaceCookie, "", -1)
+	}
+	http.Redirect(w, r, d.Next, http.StatusSeeOther)
+}
+
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		http.Error(w, "forbidden", http.StatusForbidden)
+		return
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		h.forget(c.Value)
+	}
+	setCookie(w, r, sessionCookie, "", -1)
+	setCookie(w, r, namespaceCookie, "", -1)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// safeNext keeps a redirect target on the dashboard.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}

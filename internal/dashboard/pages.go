@@ -1,0 +1,919 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
+	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
+	"github.com/droverhq/drover/internal/agent/manifests"
+	"github.com/droverhq/drover/internal/bundle"
+	"github.com/droverhq/drover/internal/bundle/agentmgmt"
+	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/internal/migration"
+	"github.com/droverhq/drover/internal/registration/cluster"
+)
+
+// layoutData is what every page's frame shows.
+type layoutData struct {
+	Title string
+	// Nav is the active section.
+	Nav string
+	// Mode is "server" (token sign-in) or "local" (drover dashboard).
+	Mode string
+	User string
+	// Namespace is the ?namespace= selection ("" all).
+	Namespace string
+	CSRF      string
+	// Lists say where each kind was listed; restricted ones are shown as a notice.
+	Lists []listInfo
+	// Watch is the event stream URL of the page's kinds; WatchKey identifies it without the
+	// resource versions (the page reconnects only when the key changes).
+	Watch, WatchKey string
+	// Path is the page's path, for the namespace selector.
+	Path string
+}
+
+// Notices are the lists that do not cover every namespace.
+func (l *layoutData) Notices() []listInfo {
+	var out []listInfo
+	for _, i := range l.Lists {
+		if i.Restricted() {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// pageFunc reads what a page shows. It fills l (lists, watches) and returns the template and data.
+type pageFunc func(ctx context.Context, r *http.Request, v *viewer, s *scope, l *layoutData) (string, any, error)
+
+// errNotFound is a page's object that does not exist (or is not visible).
+type errNotFound struct{ what string }
+
+func (e errNotFound) Error() string { return e.what + " not found" }
+
+// page serves a GET page: sign-in redirect without a credential, the page or its fragment
+// (X-Drover-Fragment: the content region only, for live updates).
+func (h *Handler) page(f pageFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := h.viewerFor(r)
+		if err != nil {
+			h.signIn(w, r, err)
+			return
+		}
+		l := &layoutData{Mode: h.mode(), User: v.user, CSRF: v.csrfToken(), Path: r.URL.Path}
+		s, err := newScope(r, v)
+		if err != nil {
+			h.errorPage(w, r, l, http.StatusBadRequest, err)
+			return
+		}
+		l.Namespace = s.namespace
+		name, data, err := f(r.Context(), r, v, s, l)
+		var nf errNotFound
+		switch {
+		case errors.Is(err, errUnauthorized):
+			h.forget(v.secret)
+			h.signIn(w, r, err)
+			return
+		case errors.As(err, &nf):
+			h.errorPage(w, r, l, http.StatusNotFound, err)
+			return
+		case err != nil:
+			h.errorPage(w, r, l, http.StatusBadGateway, err)
+			return
+		}
+		h.render(w, r, http.StatusOK, name, l, data)
+	})
+}
+
+func (h *Handler) mode() string {
+	if h.opts.Local != nil {
+		return "local"
+	}
+	return "server"
+}
+
+// signIn answers a page request without a valid credential.
+func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, err error) {
+	if !errors.Is(err, errLogin) && !errors.Is(err, errUnauthorized) {
+		h.errorPage(w, r, &layoutData{Mode: h.mode()}, http.StatusBadGateway, err)
+		return
+	}
+	if r.Header.Get("X-Drover-Fragment") != "" {
+		http.Error(w, "sign in again", http.StatusUnauthorized)
+		return
+	}
+	if h.opts.Local != nil {
+		h.localKey(w, r)
+		return
+	}
+	q := url.Values{"next": {r.URL.RequestURI()}}
+	if errors.Is(err, errUnauthorized) {
+		setCookie(w, r, sessionCookie, "", -1)
+		q.Set("expired", "1")
+	}
+	http.Redirect(w, r, "/login?"+q.Encode(), http.StatusSeeOther)
+}
+
+// --- overview ---
+
+type overviewData struct {
+	HostedTotal, HostedConflicts int
+	Phases                       []string
+	Providers                    []providerCounts
+	FleetTotal                   int
+	Connected, Disconnected      int
+	Waiting                      int
+	BundlesTotal, BundlesReady   int
+	BundlesNotReady              int
+	MigrationsTotal              int
+	MigrationsRunning            int
+	MigrationsFailed             int
+	MigrationsSucceeded          int
+	Events                       []eventRow
+}
+
+type providerCounts struct {
+	Provider string
+	Counts   []int
+	Total    int
+}
+
+// phaseOrder is the overview's phase columns ("" is a cluster not read yet: pending).
+var phaseOrder = []string{"active", "creating", "importing", "updating", "deleting", "failed", "pending"}
+
+func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
+	l.Title, l.Nav = "Overview", "overview"
+	d := &overviewData{Phases: phaseOrder}
+	hostedClusters, hi, err := listHosted(ctx, s)
+	if err != nil {
+		return "", nil, err
+	}
+	fleetClusters, fi, err := listFleet(ctx, s)
+	if err != nil {
+		return "", nil, err
+	}
+	bundles, bi, err := listBundles(ctx, s)
+	if err != nil {
+		return "", nil, err
+	}
+	migrations, mi, err := listMigrations(ctx, s)
+	if err != nil {
+		return "", nil, err
+	}
+	events, ei, err := listScoped(ctx, s, "Warning events", func() *corev1.EventList { return &corev1.EventList{} },
+		func(l *corev1.EventList) []corev1.Event { return l.Items }, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("type", corev1.EventTypeWarning)})
+	if err != nil {
+		return "", nil, err
+	}
+	l.Lists = []listInfo{hi, fi, bi, mi, ei}
+	h.setWatch(l, watchOf("hosted", hi, ""), watchOf("fleet", fi, ""), watchOf("bundles", bi, ""), watchOf("migrations", mi, ""),
+		watchOf("events", ei, "type="+corev1.EventTypeWarning))
+
+	counts := map[string]map[string]int{}
+	for i := range hostedClusters {
+		c := &hostedClusters[i]
+		p, phase := providerName(c), string(c.Status.Phase)
+		if phase == "" {
+			phase = "pending"
+		}
+		if counts[p] == nil {
+			counts[p] = map[string]int{}
+		}
+		counts[p][phase]++
+		if condTrue(c.Status.Conditions, hosted.CondConflict) {
+			d.HostedConflicts++
+		}
+	}
+	d.HostedTotal = len(hostedClusters)
+	for _, p := range sortedKeys(counts) {
+		row := providerCounts{Provider: p}
+		for _, ph := range phaseOrder {
+			row.Counts = append(row.Counts, counts[p][ph])
+			row.Total += counts[p][ph]
+		}
+		d.Providers = append(d.Providers, row)
+	}
+	d.FleetTotal = len(fleetClusters)
+	for i := range fleetClusters {
+		switch connState(&fleetClusters[i]) {
+		case stateConnected:
+			d.Connected++
+		case stateDisconnected:
+			d.Disconnected++
+		default:
+			d.Waiting++
+		}
+	}
+	d.BundlesTotal = len(bundles)
+	for i := range bundles {
+		if condTrue(bundles[i].Status.Conditions, fleetv1alpha1.ConditionReady) {
+			d.BundlesReady++
+		}
+	}
+	d.BundlesNotReady = d.BundlesTotal - d.BundlesReady
+	d.MigrationsTotal = len(migrations)
+	for i := range migrations {
+		switch migrations[i].Status.Phase {
+		case migrationv1alpha1.PhaseFailed:
+			d.MigrationsFailed++
+		case migrationv1alpha1.PhaseSucceeded:
+			d.MigrationsSucceeded++
+		case migrationv1alpha1.PhaseRolledBack:
+		default:
+			d.MigrationsRunning++
+		}
+	}
+	d.Events = eventRows(events, 20)
+	return "overview", d, nil
+}
+
+// --- hosted clusters ---
+
+type hostedRow struct {
+	Namespace, Name, Provider, Location, Version, Phase string
+	Ready, Synced                                       string
+	Conflict                                            bool
+	ConflictMessage                                     string
+	LastRefresh                                         string
+	Imported                                            bool
+	Policy                                              string
+}
+
+func listHosted(ctx context.Context, s *scope) ([]managementv1alpha1.Cluster, listInfo, error) {
+	return listScoped(ctx, s, "hosted clusters", func() *managementv1alpha1.ClusterList { return &managementv1alpha1.ClusterList{} },
+		func(l *managementv1alpha1.ClusterList) []managementv1alpha1.Cluster { return l.Items })
+}
+
+func (h *Handler) hostedList(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
+	l.Title, l.Nav = "Hosted clusters", "hosted"
+	clusters, info, err := listHosted(ctx, s)
+	if err != nil {
+		return "", nil, err
+	}
+	l.Lists = []listInfo{info}
+	h.setWatch(l, watchOf("hosted", info, ""))
+	now := h.opts.Now()
+	rows := make([]hostedRow, 0, len(clusters))
+	for i := range clusters {
+		c := &clusters[i]
+		row := hostedRow{Namespace: c.Namespace, Name: c.Name, Provider: providerName(c), Location: location(c), Version: version(c),
+			Phase: orDash(string(c.Status.Phase)), Ready: condStatus(c.Status.Conditions, hosted.CondReady),
+			Synced: condStatus(c.Status.Conditions, hosted.CondSynced), LastRefresh: ago(now, c.Status.LastRefreshTime),
+			Imported: imported(c), Policy: string(c.Spec.SyncPolicy)}
+		if cond := meta.FindStatusCondition(c.Status.Conditions, hosted.CondConflict); cond != nil && cond.Status == metav1.ConditionTrue {
+			row.Conflict, row.ConflictMessage = true, cond.Message
+		}
+		rows = append(rows, row)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Namespace != rows[j].Namespace {
+			return rows[i].Namespace < rows[j].Namespace
+		}
+		return rows[i].Name < rows[j].Name
+	})
+	return "hosted", rows, nil
+}
+
+type hostedClusterData struct {
+	Cluster    *managementv1alpha1.Cluster
+	Provider   string
+	Location   string
+	Version    string
+	Policy     string
+	Imported   bool
+	Conditions []metav1.Condition
+	Fleet      []metav1.Condition
+	FleetName  string
+	Fields     []fieldRow
+	// NotRead: the provider has not been read yet; the fields are the config only.
+	NotRead     bool
+	LastRefresh string
+	Timeline    []eventRow
+	// CanRefresh: a SelfSubjectAccessReview says the viewer may patch the cluster.
+	CanRefresh  bool
+	Refreshed   bool
+	RefreshPath string
+}
+
+func (h *Handler) hostedCluster(ctx context.Context, r *http.Request, v *viewer, s *scope, l *layoutData) (string, any, error) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if !validNamespace(ns) {
+		return "", nil, errNotFound{"namespace " + ns}
+	}
+	l.Title, l.Nav = "Hosted cluster "+ns+"/"+name, "hosted"
+	c := &managementv1alpha1.Cluster{}
+	if err := v.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return "", nil, errNotFound{fmt.Sprintf("hosted cluster %s/%s", ns, name)}
+		case apierrors.IsForbidden(err):
+			return "", nil, errNotFound{fmt.Sprintf("hosted cluster %s/%s (you may not read it)", ns, name)}
+		case apierrors.IsUnauthorized(err):
+			return "", nil, errUnauthorized
+		}
+		return "", nil, fmt.Errorf("get hosted cluster %s/%s: %w", ns, name, err)
+	}
+	events, ei, err := listScoped(ctx, &scope{namespace: ns, viewer: v}, "events of the cluster", func() *corev1.EventList { return &corev1.EventList{} },
+		func(l *corev1.EventList) []corev1.Event { return l.Items }, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("involvedObject.uid", string(c.UID))})
+	if err != nil {
+		return "", nil, err
+	}
+	l.Lists = []listInfo{ei}
+	h.setWatch(l, watchSpec{Kind: "hosted", Namespaces: []string{ns}, RV: c.ResourceVersion, Field: "metadata.name=" + name},
+		watchOf("events", ei, "involvedObject.uid="+string(c.UID)))
+	d := &hostedClusterData{Cluster: c, Provider: providerName(c), Location: location(c), Version: version(c), Policy: string(c.Spec.SyncPolicy),
+		Imported: imported(c), Conditions: c.Status.Conditions, LastRefresh: ago(h.opts.Now(), c.Status.LastRefreshTime),
+		Refreshed:   r.URL.Query().Get("refreshed") != "",
+		RefreshPath: "/hosted/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/refresh"}
+	if f := c.Status.Fleet; f != nil {
+		d.Fleet, d.FleetName = f.Conditions, f.ClusterName
+	}
+	if p := providerOf(c); p != nil {
+		rows, notRead, err := fieldRows(p, c, events)
+		if err != nil {
+			return "", nil, err
+		}
+		d.Fields, d.NotRead = rows, notRead
+	}
+	d.Timeline = eventRows(events, 0)
+	allowed, err := canPatch(ctx, v, c)
+	if err != nil {
+		return "", nil, err
+	}
+	d.CanRefresh = allowed
+	return "cluster", d, nil
+}
+
+// canPatch asks the API server whether the viewer may patch the cluster.
+func canPatch(ctx context.Context, v *viewer, c *managementv1alpha1.Cluster) (bool, error) {
+	rev := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: c.Namespace, Name: c.Name, Verb: "patch",
+			Group: managementv1alpha1.GroupVersion.Group, Resource: "clusters"}}}
+	if err := v.client.Create(ctx, rev); err != nil {
+		if apierrors.IsUnauthorized(err) {
+			return false, errUnauthorized
+		}
+		return false, fmt.Errorf("check whether you may patch the cluster: %w", err)
+	}
+	return rev.Status.Allowed, nil
+}
+
+// refreshNow asks drover to re-read a hosted cluster now: it sets the refresh annotation the
+// hosted reconciler acts on (a new value triggers a pass), as the viewer. A 403 from the API
+// server is the answer: nothing changes.
+func (h *Handler) refreshNow(w http.ResponseWriter, r *http.Request, v *viewer) {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if err := checkCSRF(r, v); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	if !validNamespace(ns) {
+		http.Error(w, "no such namespace", http.StatusNotFound)
+		return
+	}
+	value := h.opts.Now().UTC().Format(time.RFC3339Nano)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, hosted.RefreshAnnotation, value)
+	c := &managementv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	err := v.client.Patch(r.Context(), c, client.RawPatch(types.MergePatchType, []byte(patch)))
+	switch {
+	case apierrors.IsForbidden(err):
+		http.Error(w, fmt.Sprintf("You may not refresh hosted cluster %s/%s: the API server refused to let %s patch it.", ns, name, v.user), http.StatusForbidden)
+		return
+	case apierrors.IsNotFound(err):
+		http.Error(w, fmt.Sprintf("hosted cluster %s/%s not found", ns, name), http.StatusNotFound)
+		return
+	case apierrors.IsUnauthorized(err):
+		http.Error(w, "sign in again", http.StatusUnauthorized)
+		return
+	case err != nil:
+		http.Error(w, "refresh: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	http.Redirect(w, r, "/hosted/"+url.PathEscape(ns)+"/"+url.PathEscape(name)+"?refreshed=1", http.StatusSeeOther)
+}
+
+// --- fleet clusters ---
+
+type fleetRow struct {
+	Namespace, Name string
+	State           string
+	StateMessage    string
+	LastSeen        string
+	Agent           string
+	Labels          []string
+	Bundles         []cellData
+}
+
+func listFleet(ctx context.Context, s *scope) ([]fleetv1alpha1.Cluster, listInfo, error) {
+	return listScoped(ctx, s, "fleet clusters", func() *fleetv1alpha1.ClusterList { return &fleetv1alpha1.ClusterList{} },
+		func(l *fleetv1alpha1.ClusterList) []fleetv1alpha1.Cluster { return l.Items })
+}
+
+func listBundles(ctx context.Context, s *scope) ([]fleetv1alpha1.Bundle, listInfo, error) {
+	return listScoped(ctx, s, "Bundles", func() *fleetv1alpha1.BundleList { return &fleetv1alpha1.BundleList{} },
+		func(l *fleetv1alpha1.BundleList) []fleetv1alpha1.Bundle { return l.Items })
+}
+
+// listDeployments lists BundleDeployments. They live in each cluster's own namespace, so a
+// namespace selection does not narrow them (the matrix keeps the clusters shown), and where
+// they cannot be listed cluster-wide they are looked for in the shown clusters' namespaces.
+func listDeployments(ctx context.Context, s *scope, clusters []fleetv1alpha1.Cluster) ([]fleetv1alpha1.BundleDeployment, listInfo, error) {
+	all := &scope{viewer: s.viewer, fixed: []string{}}
+	for i := range clusters {
+		all.fixed = append(all.fixed, clusters[i].Status.Namespace)
+	}
+	return listScoped(ctx, all, "BundleDeployments", func() *fleetv1alpha1.BundleDeploymentList { return &fleetv1alpha1.BundleDeploymentList{} },
+		func(l *fleetv1alpha1.BundleDeploymentList) []fleetv1alpha1.BundleDeployment {
+			for i := range l.Items {
+				// Manifests can be large and are never shown.
+				l.Items[i].Spec.Manifests = nil
+			}
+			return l.Items
+		})
+}
+
+func listMigrations(ctx context.Context, s *scope) ([]migrationv1alpha1.CloudProviderMigration, listInfo, error) {
+	return listScoped(ctx, s, "migrations", func() *migrationv1alpha1.CloudProviderMigrationList {
+		return &migrationv1alpha1.CloudProviderMigrationList{}
+	}, func(l *migrationv1alpha1.CloudProviderMigrationList) []migrationv1alpha1.CloudProviderMigration {
+		return l.Items
+	})
+}
+
+func (h *Handler) fleetList(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
+	l.Title, l.Nav = "Fleet clusters", "fleet"
+	clusters, fi, err := listFleet(ctx, s)
+	if err != nil {
+		return "", nil, err
+	}
+	bundles, bi, err := listBundles(ctx, s)
+	if err != nil {
+		return "", nil, err
+	}
+	bds, di, err := listDeployments(ctx, s, clusters)
+	if err != nil {
+		return "", nil, err
+	}
+	l.Lists = []listInfo{fi, bi, di}
+	h.setWatch(l, watchOf("fleet", fi, ""), watchOf("bundles", bi, ""), watchOf("bundledeployments", di, ""))
+	m := newMatrix(clusters, bundles, bds)
+	now := h.opts.Now()
+	rows := make([]fleetRow, 0, len(clusters))
+	for _, c := range m.clusters {
+		row := fleetRow{Namespace: c.Namespace, Name: c.Name, LastSeen: ago(now, c.Status.Agent.LastSeen), Agent: agentVersion(c),
+			Labels: labelList(c.Labels)}
+		row.State, row.StateMessage = connState(c), readyMessage(c)
+		for _, b := range m.columns {
+			if cell := m.cell(c, b); cell.State != "none" {
+				row.Bundles = append(row.Bundles, cell)
+			}
+		}
+		rows = append(rows, row)
+	}
+	return "fleet", rows, nil
+}
+
+const (
+	stateConnected    = "connected"
+	stateDisconnected = "disconnected"
+	stateWaiting      = "waiting"
+)
+
+// connState: waiting (the agent never checked in), disconnected (Ready=False
+// AgentDisconnected, see internal/registration/cluster) or connected.
+func connState(c *fleetv1alpha1.Cluster) string {
+	switch {
+	case c.Status.Agent.LastSeen == nil:
+		return stateWaiting
+	case cluster.Disconnected(c):
+		return stateDisconnected
+	}
+	return stateConnected
+}
+
+func readyMessage(c *fleetv1alpha1.Cluster) string {
+	if cond := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady); cond != nil {
+		return cond.Reason + ": " + cond.Message
+	}
+	return ""
+}
+
+// agentVersion is the tag of the agent image the cluster runs (the server's own by default).
+func agentVersion(c *fleetv1alpha1.Cluster) string {
+	img := c.Spec.AgentImage
+	if img == "" {
+		img = manifests.DefaultImage()
+	}
+	if i := strings.LastIndex(img, ":"); i >= 0 && !strings.Contains(img[i:], "/") {
+		return img[i+1:]
+	}
+	return img
+}
+
+// --- Bundles matrix ---
+
+// matrix is the clusters × Bundles grid, from the BundleDeployments. Each cluster's own agent
+// Bundle (drover-agent-<cluster>) is one "agent" column.
+type matrix struct {
+	clusters []*fleetv1alpha1.Cluster
+	columns  []*bundleColumn
+	// bds by bundle namespace/name, then cluster namespace/name.
+	bds map[string]map[string]*fleetv1alpha1.BundleDeployment
+	// agent bundles by cluster namespace/name.
+	agents map[string]*fleetv1alpha1.Bundle
+}
+
+type bundleColumn struct {
+	Bundle *fleetv1alpha1.Bundle
+	// Agent: the column of every cluster's agent Bundle.
+	Agent bool
+	Name  string
+	Ready string
+	// Header says the Bundle's summary.
+	Summary string
+}
+
+type cellData struct {
+	Bundle string
+	// State: ready, pending, outofdate, modified (drift), errapplied, notready, none (not
+	// targeted), unknown (the viewer may not read its BundleDeployment).
+	State   string
+	Label   string
+	Message string
+	// DriftCorrected says the agent last re-applied drifted resources (correctDrift).
+	DriftCorrected string
+}
+
+func key(ns, name string) string { return ns + "/" + name }
+
+func newMatrix(clusters []fleetv1alpha1.Cluster, bundles []fleetv1alpha1.Bundle, bds []fleetv1alpha1.BundleDeployment) *matrix {
+	m := &matrix{bds: map[string]map[string]*fleetv1alpha1.BundleDeployment{}, agents: map[string]*fleetv1alpha1.Bundle{}}
+	for i := range clusters {
+		m.clusters = append(m.clusters, &clusters[i])
+	}
+	sort.Slice(m.clusters, func(i, j int) bool {
+		return key(m.clusters[i].Namespace, m.clusters[i].Name) < key(m.clusters[j].Namespace, m.clusters[j].Name)
+	})
+	hasAgents := false
+	for i := range bundles {
+		b := &bundles[i]
+		if c := b.Labels[fleetv1alpha1.ClusterLabel]; c != "" && b.Name == agentmgmt.BundleName(c) {
+			m.agents[key(b.Namespace, c)] = b
+			hasAgents = true
+			continue
+		}
+		col := &bundleColumn{Bundle: b, Name: b.Name, Ready: condStatus(b.Status.Conditions, fleetv1alpha1.ConditionReady),
+			Summary: fmt.Sprintf("%d/%d ready", b.Status.Summary.Ready, b.Status.Summary.DesiredReady)}
+		if b.Namespace != "" {
+			col.Name = b.Namespace + "/" + b.Name
+		}
+		m.columns = append(m.columns, col)
+	}
+	sort.Slice(m.columns, func(i, j int) bool { return m.columns[i].Name < m.columns[j].Name })
+	if hasAgents {
+		m.columns = append([]*bundleColumn{{Agent: true, Name: "agent", Summary: "each cluster's drover-agent Bundle"}}, m.columns...)
+	}
+	for i := range bds {
+		bd := &bds[i]
+		bk := key(bd.Labels[bundle.BundleNamespaceLabel], bd.Labels[bundle.BundleNameLabel])
+		if m.bds[bk] == nil {
+			m.bds[bk] = map[string]*fleetv1alpha1.BundleDeployment{}
+		}
+		m.bds[bk][key(bd.Labels[fleetv1alpha1.ClusterNamespaceLabel], bd.Labels[fleetv1alpha1.ClusterLabel])] = bd
+	}
+	return m
+}
+
+var stateLabels = map[string]string{
+	"ready": "ready", "pending": "pending", "outofdate": "out of date", "modified": "drift", "errapplied": "apply failed",
+	"notready": "not ready", "none": "", "unknown": "?",
+}
+
+func (m *matrix) cell(c *fleetv1alpha1.Cluster, col *bundleColumn) cellData {
+	b := col.Bundle
+	if col.Agent {
+		if b = m.agents[key(c.Namespace, c.Name)]; b == nil {
+			return cellData{Bundle: "agent", State: "none"}
+		}
+	}
+	cell := cellData{Bundle: b.Name}
+	bd := m.bds[key(b.Namespace, b.Name)][key(c.Namespace, c.Name)]
+	switch {
+	case bd != nil:
+		state, msg := bundle.DeploymentState(bd, b.Status.DeploymentID)
+		cell.State, cell.Message = strings.ToLower(state), msg
+		if state == bundle.StateReady {
+			cell.State = "ready"
+		}
+		if cond := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionDriftCorrected); cond != nil && cond.Status == metav1.ConditionTrue {
+			cell.DriftCorrected = cond.LastTransitionTime.UTC().Format(time.RFC3339) + ": " + cond.Message
+		}
+	default:
+		// No readable BundleDeployment: the Bundle's own summary may name the cluster.
+		cell.State = "none"
+		for _, nr := range b.Status.Summary.NonReadyClusters {
+			if nr.Name == c.Name && b.Namespace == c.Namespace {
+				cell.State, cell.Message = strings.ToLower(nr.State), nr.Message
+			}
+		}
+	}
+	cell.Label = stateLabels[cell.State]
+	if cell.Label == "" && cell.State != "none" {
+		cell.Label = cell.State
+	}
+	return cell
+}
+
+type bundlesData struct {
+	Columns []*bundleColumn
+	Rows    []matrixRow
+	// Unreadable: the viewer may not list the BundleDeployments everywhere; cells may be blank.
+	Unreadable bool
+}
+
+type matrixRow struct {
+	Namespace, Name, State string
+	Cells                  []cellData
+}
+
+func (h *Handler) bundles(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
+	l.Title, l.Nav = "Bundles", "bundles"
+	clusters, fi, err := listFleet(ctx, s)
+	if err != nil {
+		return "", nil, err
+	}
+	bundles, bi, err := listBundles(ctx, s)
+	if err != nil {
+		return "", nil, err
+	}
+	bds, di, err := listDeployments(ctx, s, clusters)
+	if err != nil {
+		return "", nil, err
+	}
+	l.Lists = []listInfo{fi, bi, di}
+	h.setWatch(l, watchOf("fleet", fi, ""), watchOf("bundles", bi, ""), watchOf("bundledeployments", di, ""))
+	m := newMatrix(clusters, bundles, bds)
+	d := &bundlesData{Columns: m.columns, Unreadable: di.Restricted()}
+	for _, c := range m.clusters {
+		row := matrixRow{Namespace: c.Namespace, Name: c.Name, State: connState(c)}
+		for _, col := range m.columns {
+			row.Cells = append(row.Cells, m.cell(c, col))
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	return "bundles", d, nil
+}
+
+// --- migrations ---
+
+type migrationView struct {
+	Namespace, Name, Distribution, Phase, Target string
+	CurrentStep                                  int32
+	Steps                                        []stepView
+	Conditions                                   []metav1.Condition
+	Done, Total                                  int
+}
+
+type stepView struct {
+	Index             int32
+	Name, Phase       string
+	Message           string
+	Action            string
+	Verifies          []string
+	Started, Finished string
+	Current           bool
+	PhaseClass        string
+}
+
+func (h *Handler) migrations(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
+	l.Title, l.Nav = "Migrations", "migrations"
+	list, info, err := listMigrations(ctx, s)
+	if err != nil {
+		return "", nil, err
+	}
+	l.Lists = []listInfo{info}
+	h.setWatch(l, watchOf("migrations", info, ""))
+	out := make([]migrationView, 0, len(list))
+	for i := range list {
+		m := &list[i]
+		mv := migrationView{Namespace: m.Namespace, Name: m.Name, Distribution: string(m.Spec.Distribution), Phase: orDash(string(m.Status.Phase)),
+			CurrentStep: m.Status.CurrentStep, Conditions: m.Status.Conditions, Total: migration.NumSteps}
+		if ref := m.Spec.ClusterRef; ref != nil {
+			mv.Target = ref.Namespace + "/" + ref.Name
+		}
+		recorded := map[int32]migrationv1alpha1.StepStatus{}
+		for _, st := range m.Status.Steps {
+			recorded[st.Index] = st
+		}
+		for i := range migration.NumSteps {
+			st, ok := recorded[int32(i)]
+			sv := stepView{Index: int32(i), Name: migration.StepNames[i], Phase: string(migrationv1alpha1.StepPending),
+				Action: migration.StepAction(i), Verifies: migration.StepVerifies(i)}
+			if ok {
+				sv.Phase, sv.Message = string(st.Phase), st.Message
+				sv.Started, sv.Finished = stamp(st.StartedAt), stamp(st.FinishedAt)
+			}
+			sv.Current = m.Status.Phase == migrationv1alpha1.PhaseRunning && int32(i) == m.Status.CurrentStep
+			sv.PhaseClass = strings.ToLower(sv.Phase)
+			switch migrationv1alpha1.StepPhase(sv.Phase) {
+			case migrationv1alpha1.StepSucceeded, migrationv1alpha1.StepSkipped:
+				mv.Done++
+			}
+			mv.Steps = append(mv.Steps, sv)
+		}
+		out = append(out, mv)
+	}
+	sort.Slice(out, func(i, j int) bool { return key(out[i].Namespace, out[i].Name) < key(out[j].Namespace, out[j].Name) })
+	return "migrations", out, nil
+}
+
+// --- helpers ---
+
+type eventRow struct {
+	Time, Age, Type, Reason, Object, Message string
+	Count                                    int32
+	// Link is the dashboard page of the object, if it has one.
+	Link string
+	at   time.Time
+}
+
+// eventTime is when an event last happened, whichever API wrote it.
+func eventTime(e *corev1.Event) time.Time {
+	t := e.CreationTimestamp.Time
+	for _, c := range []time.Time{e.FirstTimestamp.Time, e.EventTime.Time, e.LastTimestamp.Time} {
+		if c.After(t) {
+			t = c
+		}
+	}
+	if e.Series != nil && e.Series.LastObservedTime.After(t) {
+		t = e.Series.LastObservedTime.Time
+	}
+	return t
+}
+
+// eventRows sorts events newest first (n > 0 keeps the newest n).
+func eventRows(events []corev1.Event, n int) []eventRow {
+	rows := make([]eventRow, 0, len(events))
+	now := time.Now()
+	for i := range events {
+		e := &events[i]
+		at := eventTime(e)
+		count := e.Count
+		if e.Series != nil && e.Series.Count > count {
+			count = e.Series.Count
+		}
+		row := eventRow{Time: at.UTC().Format(time.RFC3339), Age: humanAge(now.Sub(at)), Type: e.Type, Reason: e.Reason,
+			Message: e.Message, Count: count, at: at,
+			Object: strings.ToLower(e.InvolvedObject.Kind) + " " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name}
+		if e.InvolvedObject.Kind == "Cluster" && strings.HasPrefix(e.InvolvedObject.APIVersion, managementv1alpha1.GroupVersion.Group+"/") {
+			row.Object = "hosted cluster " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
+			row.Link = "/hosted/" + url.PathEscape(e.InvolvedObject.Namespace) + "/" + url.PathEscape(e.InvolvedObject.Name)
+		}
+		rows = append(rows, row)
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].at.After(rows[j].at) })
+	if n > 0 && len(rows) > n {
+		rows = rows[:n]
+	}
+	return rows
+}
+
+func providerOf(c *managementv1alpha1.Cluster) hosted.Provider {
+	for _, p := range providers {
+		if p.Matches(c) {
+			return p
+		}
+	}
+	return nil
+}
+
+func providerName(c *managementv1alpha1.Cluster) string {
+	if p := providerOf(c); p != nil {
+		return p.Name()
+	}
+	return "?"
+}
+
+func location(c *managementv1alpha1.Cluster) string {
+	switch {
+	case c.Spec.EKSConfig != nil:
+		return c.Spec.EKSConfig.Region
+	case c.Spec.AKSConfig != nil:
+		return c.Spec.AKSConfig.ResourceLocation
+	case c.Spec.GKEConfig != nil:
+		return orDash(c.Spec.GKEConfig.Region + c.Spec.GKEConfig.Zone)
+	}
+	return "-"
+}
+
+// version is the configured Kubernetes version, else the one read from the provider.
+func version(c *managementv1alpha1.Cluster) string {
+	var v *string
+	switch s := &c.Status; {
+	case c.Spec.EKSConfig != nil:
+		v = c.Spec.EKSConfig.KubernetesVersion
+		if v == nil && s.EKSStatus != nil && s.EKSStatus.UpstreamSpec != nil {
+			v = s.EKSStatus.UpstreamSpec.KubernetesVersion
+		}
+	case c.Spec.AKSConfig != nil:
+		v = c.Spec.AKSConfig.KubernetesVersion
+		if v == nil && s.AKSStatus != nil && s.AKSStatus.UpstreamSpec != nil {
+			v = s.AKSStatus.UpstreamSpec.KubernetesVersion
+		}
+	case c.Spec.GKEConfig != nil:
+		v = c.Spec.GKEConfig.KubernetesVersion
+		if v == nil && s.GKEStatus != nil && s.GKEStatus.UpstreamSpec != nil {
+			v = s.GKEStatus.UpstreamSpec.KubernetesVersion
+		}
+	}
+	if v == nil {
+		return "-"
+	}
+	return orDash(*v)
+}
+
+func imported(c *managementv1alpha1.Cluster) bool {
+	switch {
+	case c.Spec.EKSConfig != nil:
+		return c.Spec.EKSConfig.Imported
+	case c.Spec.AKSConfig != nil:
+		return c.Spec.AKSConfig.Imported
+	case c.Spec.GKEConfig != nil:
+		return c.Spec.GKEConfig.Imported
+	}
+	return false
+}
+
+func condTrue(conds []metav1.Condition, t string) bool {
+	c := meta.FindStatusCondition(conds, t)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+func condStatus(conds []metav1.Condition, t string) string {
+	if c := meta.FindStatusCondition(conds, t); c != nil {
+		return string(c.Status)
+	}
+	return "-"
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
+
+func labelList(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		out = append(out, k+"="+m[k])
+	}
+	return out
+}
+
+func stamp(t *metav1.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func ago(now time.Time, t *metav1.Time) string {
+	if t == nil || t.IsZero() {
+		return "never"
+	}
+	return humanAge(now.Sub(t.Time)) + " ago"
+}
+
+func humanAge(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d.Hours())) + "h"
+	}
+	return strconv.Itoa(int(d.Hours()/24)) + "d"
+}

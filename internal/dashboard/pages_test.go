@@ -1,0 +1,119 @@
+package dashboard_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestPages: every page, read through a real API server with a viewer's token, shows the
+// objects the test created in the states they are in.
+func TestPages(t *testing.T) {
+	t.Parallel()
+	ns := mgmt.Namespace(t)
+	newFleet(t, ns)
+	b := newBrowser(t, serverDashboard(t))
+	b.signIn(clusterViewer(t, ns, "viewer"), "")
+	q := "?namespace=" + ns
+	for _, tc := range []struct {
+		name, path string
+		want       []string
+		match      []string
+	}{
+		{"overview", "/" + q, []string{`data-count="hosted">3<`, `data-count="fleet">3<`, `data-count="connected">1 connected<`,
+			`data-count="disconnected">1 disconnected<`, `data-count="bundles">2<`, `data-count="bundles-not-ready">2 not ready<`,
+			`data-count="migrations-running">1 running<`, `hosted cluster ` + ns + `/data`, "Conflict", "1 with a conflict"},
+			[]string{`<tr data-provider="eks"><th>eks</th><td[^>]*>1</td>`, `<tr data-provider="gke"><th>gke</th>(<td[^>]*>0</td>){5}<td[^>]*>1</td>`}},
+		{"hosted clusters", "/hosted" + q, []string{`data-cluster="` + ns + `/web"`, "us-west-2", "1.32", `data-phase="active"`,
+			`data-cluster="` + ns + `/api"`, "westeurope", `data-phase="updating"`, `data-cluster="` + ns + `/data"`, "europe-west1-b", ">conflict<",
+			`href="/hosted/` + ns + `/web"`}, nil},
+		{"hosted cluster", "/hosted/" + ns + "/web", []string{"us-west-2", `data-field="eksConfig.tags[team]"`, `data-condition="Ready"`,
+			"Every managed field matches the provider.", `id="refresh-not-allowed"`}, nil},
+		{"fleet clusters", "/fleet" + q, []string{`data-cluster="` + ns + `/edge-1" data-state="connected"`, `data-cluster="` + ns + `/edge-2" data-state="disconnected"`,
+			`data-cluster="` + ns + `/edge-3" data-state="waiting"`, "v9.8.7", "env=prod", "app: ready", "monitoring: drift", "app: pending", "monitoring: apply failed"}, nil},
+		{"bundles", "/bundles" + q, []string{`data-bundle="` + ns + `/app"`, `data-bundle="` + ns + `/monitoring"`, "1/2 ready", "0/2 ready",
+			"Deployment monitoring/prometheus Modified: spec.replicas", `namespaces &#34;monitoring&#34; is forbidden`},
+			[]string{`data-cluster="` + ns + `/edge-1">\s*<th>[^<]*</th>\s*<td class="cell cell-ready" data-bundle="app" data-state="ready"`,
+				`data-cluster="` + ns + `/edge-2">\s*<th>[^<]*<span[^>]*>disconnected</span>\s*</th>\s*<td class="cell cell-pending" data-bundle="app"`,
+				`data-bundle="monitoring" data-state="errapplied"`, `data-bundle="monitoring" data-state="modified"`,
+				`data-cluster="` + ns + `/edge-3">\s*<th>[^<]*<span[^>]*>waiting</span>\s*</th>\s*<td class="cell cell-none"`}},
+		{"migrations", "/migrations" + q, []string{`data-migration="` + ns + `/move-prod"`, "2 of 7 steps done", `data-step="2" data-phase="Running"`,
+			"waiting for node cp-1 to be unschedulable", "every control-plane node is unschedulable", `data-step="6" data-phase="Pending"`,
+			`class="seg seg-running current"`}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page := b.page(tc.path)
+			mustContain(t, page, tc.want...)
+			for _, re := range tc.match {
+				if !regexp.MustCompile(re).MatchString(page) {
+					t.Errorf("page does not match %s", re)
+				}
+			}
+			if t.Failed() {
+				t.Logf("page:\n%s", page)
+			}
+		})
+	}
+}
+
+// TestSignIn: without a token the dashboard asks for one and never reads with its own
+// identity; a token the API server refuses does not sign in.
+func TestSignIn(t *testing.T) {
+	t.Parallel()
+	srv := serverDashboard(t)
+	b := newBrowser(t, srv)
+	for _, path := range []string{"/", "/hosted", "/fleet", "/bundles", "/migrations", "/hosted/default/x"} {
+		status, _ := b.get(path)
+		if status != http.StatusSeeOther {
+			t.Errorf("GET %s without a token: status %d, want a redirect to the sign-in page", path, status)
+		}
+	}
+	resp, err := b.c.Get(srv.URL + "/hosted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, "/login?") {
+		t.Errorf("redirect to %q, want /login", loc)
+	}
+	if status, _ := b.get("/watch?s=x"); status != http.StatusUnauthorized {
+		t.Errorf("event stream without a token: %d, want 401", status)
+	}
+	status, body, _ := b.post("/login", url.Values{"token": {"not-a-token"}}, true)
+	if status != http.StatusUnauthorized || !strings.Contains(body, "did not accept this token") {
+		t.Errorf("sign in with a bad token: %d %s", status, body)
+	}
+	// A token in the Authorization header works without signing in.
+	ns := mgmt.Namespace(t)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/hosted?namespace="+ns, nil)
+	req.Header.Set("Authorization", "Bearer "+clusterViewer(t, ns, "header"))
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("Authorization header: status %d", resp.StatusCode)
+	}
+	// The session cookie is HttpOnly and SameSite=Strict.
+	b.signIn(clusterViewer(t, ns, "cookie"), "")
+	u, _ := url.Parse(srv.URL)
+	found := false
+	for _, c := range b.c.Jar.Cookies(u) {
+		found = found || c.Name == "drover_session"
+	}
+	if !found {
+		t.Fatal("no session cookie after sign-in")
+	}
+	status, _, hdr := b.post("/login", url.Values{"token": {clusterViewer(t, ns, "cookie2")}, "next": {"/"}}, true)
+	if status != http.StatusSeeOther {
+		t.Fatalf("sign in: %d", status)
+	}
+	for _, sc := range hdr.Values("Set-Cookie") {
+		if strings.HasPrefix(sc, "drover_session=") && (!strings.Contains(sc, "HttpOnly") || !strings.Contains(sc, "SameSite=Strict")) {
+			t.Errorf("session cookie %q is not HttpOnly and SameSite=Strict", sc)
+		}
+	}
+}

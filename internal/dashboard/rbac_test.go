@@ -1,0 +1,121 @@
+package dashboard_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/hosted"
+)
+
+func eksCluster(ns, name string) *managementv1alpha1.Cluster {
+	c := &managementv1alpha1.Cluster{Spec: managementv1alpha1.ClusterSpec{EKSConfig: &managementv1alpha1.EKSClusterConfig{
+		DisplayName: name, Region: "eu-north-1", CredentialSecret: "aws", KubernetesVersion: ptr.To("1.33")}}}
+	c.Namespace, c.Name = ns, name
+	return c
+}
+
+// TestTwoViewers: what each viewer sees and may do is what RBAC gives their own token. The
+// restricted viewer (read-only in namespace a) never sees namespace b's clusters, whichever way
+// they ask, gets notices rather than error pages, has no "refresh now" button, and a refresh
+// they post anyway is refused with 403 and changes nothing. The other viewer (read everywhere,
+// patch clusters) refreshes.
+func TestTwoViewers(t *testing.T) {
+	t.Parallel()
+	nsA, nsB := mgmt.Namespace(t), mgmt.Namespace(t)
+	createAll(t, eksCluster(nsA, "alpha"), eksCluster(nsB, "bravo"))
+	srv := serverDashboard(t)
+
+	restricted := newBrowser(t, srv)
+	restricted.signIn(namespaceViewer(t, nsA, "restricted", nsA), "")
+	operator := newBrowser(t, srv)
+	operator.signIn(clusterViewer(t, nsB, "operator", patchRule), "")
+
+	t.Run("restricted viewer sees only namespace a", func(t *testing.T) {
+		// Cluster-wide lists are forbidden and the viewer named no namespace: a notice, no
+		// error page, and nothing of b.
+		page := restricted.page("/hosted")
+		mustContain(t, page, "You may not list hosted clusters in all namespaces")
+		mustNotContain(t, page, "bravo", nsB+"/")
+		page = restricted.page("/hosted?namespace=" + nsA)
+		mustContain(t, page, `data-cluster="`+nsA+`/alpha"`)
+		mustNotContain(t, page, "bravo")
+		page = restricted.page("/hosted?namespace=" + nsB)
+		mustContain(t, page, "You may not list hosted clusters in namespace "+nsB)
+		mustNotContain(t, page, "bravo")
+		for _, path := range []string{"/", "/fleet", "/bundles", "/migrations"} {
+			page := restricted.page(path)
+			mustNotContain(t, page, "bravo", nsB)
+		}
+		if status, body := restricted.get("/hosted/" + nsB + "/bravo"); status != http.StatusNotFound || strings.Contains(body, "eu-north-1") {
+			t.Errorf("restricted viewer's page of b's cluster: status %d", status)
+		}
+	})
+
+	t.Run("the namespace given at sign-in is where a restricted viewer looks", func(t *testing.T) {
+		b := newBrowser(t, srv)
+		b.signIn(namespaceViewer(t, nsA, "restricted2", nsA), nsA)
+		page := b.page("/hosted")
+		mustContain(t, page, `data-cluster="`+nsA+`/alpha"`, "showing those in "+nsA)
+		mustNotContain(t, page, "bravo")
+	})
+
+	t.Run("operator sees both namespaces", func(t *testing.T) {
+		page := operator.page("/hosted")
+		mustContain(t, page, `data-cluster="`+nsA+`/alpha"`, `data-cluster="`+nsB+`/bravo"`)
+		mustNotContain(t, page, "You may not list")
+	})
+
+	t.Run("restricted viewer cannot refresh", func(t *testing.T) {
+		page := restricted.page("/hosted/" + nsA + "/alpha")
+		mustContain(t, page, `id="refresh-not-allowed"`)
+		mustNotContain(t, page, `id="refresh-now"`)
+		before := must(t, eksCluster(nsA, "alpha"))
+		status, body, _ := restricted.post("/hosted/"+nsA+"/alpha/refresh", url.Values{"csrf": {csrf(t, page)}}, true)
+		if status != http.StatusForbidden {
+			t.Fatalf("refresh by the restricted viewer: status %d (%s), want 403", status, body)
+		}
+		if !strings.Contains(body, "the API server refused") {
+			t.Fatalf("the 403 is not the API server's: %s", body)
+		}
+		after := must(t, eksCluster(nsA, "alpha"))
+		if after.ResourceVersion != before.ResourceVersion || after.Annotations[hosted.RefreshAnnotation] != "" {
+			t.Fatalf("the refused refresh changed the cluster: annotations %v", after.Annotations)
+		}
+	})
+
+	t.Run("operator refreshes", func(t *testing.T) {
+		page := operator.page("/hosted/" + nsA + "/alpha")
+		mustContain(t, page, `id="refresh-now"`)
+		token := csrf(t, page)
+		// Without the form token, or from another site: refused, nothing changes.
+		for _, bad := range []struct {
+			name       string
+			form       url.Values
+			sameOrigin bool
+		}{
+			{"no form token", url.Values{}, true},
+			{"wrong form token", url.Values{"csrf": {"x" + token}}, true},
+			{"cross-site", url.Values{"csrf": {token}}, false},
+		} {
+			if status, _, _ := operator.post("/hosted/"+nsA+"/alpha/refresh", bad.form, bad.sameOrigin); status != http.StatusForbidden {
+				t.Errorf("%s: status %d, want 403", bad.name, status)
+			}
+		}
+		if got := must(t, eksCluster(nsA, "alpha")).Annotations[hosted.RefreshAnnotation]; got != "" {
+			t.Fatalf("a refused refresh set the annotation to %q", got)
+		}
+		status, _, hdr := operator.post("/hosted/"+nsA+"/alpha/refresh", url.Values{"csrf": {token}}, true)
+		if status != http.StatusSeeOther || !strings.Contains(hdr.Get("Location"), "refreshed=1") {
+			t.Fatalf("refresh: status %d, location %q", status, hdr.Get("Location"))
+		}
+		if got := must(t, eksCluster(nsA, "alpha")).Annotations[hosted.RefreshAnnotation]; got == "" {
+			t.Fatal("refresh now did not set the refresh annotation")
+		}
+		mustContain(t, operator.page("/hosted/"+nsA+"/alpha?refreshed=1"), `id="refresh-requested"`)
+	})
+}

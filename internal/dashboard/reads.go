@@ -1,0 +1,221 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// maxFallbackNamespaces bounds the namespaces listed one by one when a viewer may not list a
+// kind cluster-wide (and chose no namespace).
+const maxFallbackNamespaces = 100
+
+// scope is where a page lists. The rule (docs/dashboard.md):
+//   - ?namespace=NS: that namespace only;
+//   - otherwise all namespaces; if that list is forbidden, the viewer's home namespaces (the
+//     one given at login, drover dashboard's context namespace) and, if the viewer may list
+//     namespaces, every namespace (up to maxFallbackNamespaces), each listed on its own, the
+//     forbidden ones skipped. The page says which namespaces it shows and offers the selector.
+type scope struct {
+	namespace string
+	viewer    *viewer
+	// fixed, when not nil, are the fallback namespaces instead of the viewer's.
+	fixed []string
+
+	once       sync.Once
+	namespaces []string
+	nsErr      error
+}
+
+func newScope(r *http.Request, v *viewer) (*scope, error) {
+	ns := r.URL.Query().Get("namespace")
+	if ns != "" && !validNamespace(ns) {
+		return nil, fmt.Errorf("%q is not a namespace name", ns)
+	}
+	return &scope{namespace: ns, viewer: v}, nil
+}
+
+func validNamespace(ns string) bool { return len(validation.IsDNS1123Label(ns)) == 0 }
+
+// fallback lists the namespaces to try one by one.
+func (s *scope) fallback(ctx context.Context) ([]string, error) {
+	s.once.Do(func() {
+		if s.fixed != nil {
+			s.namespaces = dedupe(s.fixed)
+			if len(s.namespaces) > maxFallbackNamespaces {
+				s.namespaces = s.namespaces[:maxFallbackNamespaces]
+			}
+			return
+		}
+		out := append([]string(nil), s.viewer.home...)
+		list := &corev1.NamespaceList{}
+		err := s.viewer.client.List(ctx, list)
+		switch {
+		case err == nil:
+			for _, n := range list.Items {
+				out = append(out, n.Name)
+			}
+		case apierrors.IsForbidden(err):
+		default:
+			s.nsErr = fmt.Errorf("list namespaces: %w", err)
+		}
+		out = dedupe(out)
+		if len(out) > maxFallbackNamespaces {
+			out = out[:maxFallbackNamespaces]
+		}
+		s.namespaces = out
+	})
+	return s.namespaces, s.nsErr
+}
+
+// listInfo says where a kind was listed, for the page's notice and its watch.
+type listInfo struct {
+	What string
+	// Chosen: the viewer chose the namespace (?namespace=).
+	Chosen bool
+	// All: listed in all namespaces.
+	All bool
+	// Namespaces listed in (when not All).
+	Namespaces []string
+	// Denied are the namespaces the viewer may not list the kind in ("" = all namespaces).
+	Denied []string
+	// RV is the list's resourceVersion: the page's watch starts there, so no change made after
+	// the page was read is missed.
+	RV string
+}
+
+// Restricted: the page does not show what the viewer asked for (every namespace's objects,
+// or the chosen namespace's), so it says so.
+func (l listInfo) Restricted() bool {
+	if l.Chosen {
+		return len(l.Denied) > 0
+	}
+	return !l.All
+}
+
+// errUnauthorized: the API server no longer accepts the viewer's credential.
+var errUnauthorized = errors.New("credential not accepted")
+
+// listScoped lists a kind within the scope. Forbidden lists are recorded in the info, not
+// returned as errors.
+func listScoped[T any, L client.ObjectList](ctx context.Context, s *scope, what string, newList func() L, items func(L) []T, opts ...client.ListOption) ([]T, listInfo, error) {
+	info := listInfo{What: what}
+	c := s.viewer.client
+	one := func(ns string) ([]T, string, error) {
+		l := newList()
+		o := append([]client.ListOption{client.InNamespace(ns)}, opts...)
+		if err := c.List(ctx, l, o...); err != nil {
+			return nil, "", err
+		}
+		return items(l), l.GetResourceVersion(), nil
+	}
+	classify := func(err error) error {
+		if apierrors.IsUnauthorized(err) {
+			return errUnauthorized
+		}
+		return fmt.Errorf("list %s: %w", what, err)
+	}
+	if s.namespace != "" {
+		info.Chosen = true
+		out, rv, err := one(s.namespace)
+		if apierrors.IsForbidden(err) {
+			info.Denied = []string{s.namespace}
+			return nil, info, nil
+		}
+		if err != nil {
+			return nil, info, classify(err)
+		}
+		info.Namespaces, info.RV = []string{s.namespace}, rv
+		return out, info, nil
+	}
+	out, rv, err := one("")
+	if err == nil {
+		info.All, info.RV = true, rv
+		return out, info, nil
+	}
+	if !apierrors.IsForbidden(err) {
+		return nil, info, classify(err)
+	}
+	info.Denied = []string{""}
+	namespaces, err := s.fallback(ctx)
+	if err != nil {
+		return nil, info, classify(err)
+	}
+	type result struct {
+		items []T
+		rv    string
+		err   error
+	}
+	results := make([]result, len(namespaces))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, ns := range namespaces {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			items, rv, err := one(ns)
+			results[i] = result{items, rv, err}
+		}()
+	}
+	wg.Wait()
+	out = nil
+	for i, res := range results {
+		switch {
+		case apierrors.IsForbidden(res.err):
+			info.Denied = append(info.Denied, namespaces[i])
+		case res.err != nil:
+			return nil, info, classify(res.err)
+		default:
+			info.Namespaces = append(info.Namespaces, namespaces[i])
+			out = append(out, res.items...)
+			info.RV = minRV(info.RV, res.rv)
+		}
+	}
+	return out, info, nil
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	out := in[:0:0]
+	for _, s := range in {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// minRV is the older of two list resourceVersions: a watch from it misses nothing either list
+// saw (at worst it reports a change twice).
+func minRV(a, b string) string {
+	if a == "" {
+		return b
+	}
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA == nil && errB == nil && y < x {
+		return b
+	}
+	return a
+}

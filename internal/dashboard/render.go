@@ -1,0 +1,103 @@
+package dashboard
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// pageTemplate is a page's template set: the frame ("layout") and its "content".
+type pageTemplate struct{ t *template.Template }
+
+var pageNames = []string{"overview", "hosted", "cluster", "fleet", "bundles", "migrations", "login", "error"}
+
+var funcs = template.FuncMap{
+	"join":  strings.Join,
+	"lower": strings.ToLower,
+	"pathEscape": func(s string) string {
+		return url.PathEscape(s)
+	},
+	// nsQuery keeps the namespace selection on links.
+	"nsQuery": func(ns string) string {
+		if ns == "" {
+			return ""
+		}
+		return "?namespace=" + url.QueryEscape(ns)
+	},
+	"nsLabel": func(ns string) string {
+		if ns == "" {
+			return "all namespaces"
+		}
+		return ns
+	},
+	"pct": func(n, total int) int {
+		if total == 0 {
+			return 0
+		}
+		return n * 100 / total
+	},
+	"add": func(a, b int) int { return a + b },
+}
+
+func parseTemplates() (map[string]*pageTemplate, error) {
+	base, err := template.New("").Funcs(funcs).ParseFS(assets, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("parse dashboard layout: %w", err)
+	}
+	out := map[string]*pageTemplate{}
+	for _, name := range pageNames {
+		t, err := template.Must(base.Clone()).ParseFS(assets, "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("parse dashboard page %s: %w", name, err)
+		}
+		out[name] = &pageTemplate{t}
+	}
+	return out, nil
+}
+
+// view is what a template renders: the frame's data and the page's.
+type view struct {
+	L *layoutData
+	D any
+}
+
+// render writes a page, or only its content region when the page asks for a live update
+// (X-Drover-Fragment).
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, l *layoutData, d any) {
+	if l == nil {
+		l = &layoutData{Mode: h.mode()}
+	}
+	tmpl := "layout"
+	if r.Header.Get("X-Drover-Fragment") != "" {
+		tmpl = "content"
+	}
+	var buf bytes.Buffer
+	if err := h.pages[name].t.ExecuteTemplate(&buf, tmpl, view{L: l, D: d}); err != nil {
+		ctrl.LoggerFrom(r.Context()).Error(err, "Render dashboard page", "page", name)
+		http.Error(w, "render: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+type errorData struct {
+	Status  int
+	Text    string
+	Message string
+}
+
+func (h *Handler) errorPage(w http.ResponseWriter, r *http.Request, l *layoutData, status int, err error) {
+	if l == nil {
+		l = &layoutData{Mode: h.mode()}
+	}
+	l.Title = http.StatusText(status)
+	l.Watch = ""
+	h.render(w, r, status, "error", l, errorData{Status: status, Text: http.StatusText(status), Message: err.Error()})
+}
