@@ -258,3 +258,58 @@ func TestDroverChartGrafanaDashboard(t *testing.T) {
 		})
 	}
 }
+
+// TestDroverChartWebhook: webhook.enabled makes the server receive Git push webhooks on
+// webhook.port (with the named Secret) and exposes them through Service drover-webhook; off by
+// default.
+func TestDroverChartWebhook(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		vals map[string]any
+		port int32 // 0: not served
+		args []string
+	}{
+		{"default off", nil, 0, nil},
+		{"enabled", map[string]any{"webhook": map[string]any{"enabled": true}}, 8090,
+			[]string{"--webhook-bind-address=:8090", "--webhook-secret=drover-webhook"}},
+		{"port and secret", map[string]any{"webhook": map[string]any{"enabled": true, "port": 9443, "secretName": "git-hooks",
+			"service": map[string]any{"type": "LoadBalancer"}}}, 9443,
+			[]string{"--webhook-bind-address=:9443", "--webhook-secret=git-hooks"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lint(t, "drover", ns, tc.vals)
+			objs := mustRender(t, load(t, "drover"), ns, tc.vals)
+			d, ctr := serverContainer(t, objs)
+			svcObj, rendered := objs["Service/"+ns+"/drover-webhook"]
+			if tc.port == 0 {
+				if rendered {
+					t.Error("Service drover-webhook rendered while the webhook is off")
+				}
+				for _, a := range ctr.Args {
+					if strings.HasPrefix(a, "--webhook") {
+						t.Errorf("arg %s while the webhook is off", a)
+					}
+				}
+				return
+			}
+			for _, a := range tc.args {
+				if !slices.Contains(ctr.Args, a) {
+					t.Errorf("args %v lack %s", ctr.Args, a)
+				}
+			}
+			if i := slices.IndexFunc(ctr.Ports, func(p corev1.ContainerPort) bool { return p.Name == "webhook" }); i < 0 || ctr.Ports[i].ContainerPort != tc.port {
+				t.Errorf("container ports %v, want webhook %d", ctr.Ports, tc.port)
+			}
+			if !rendered {
+				t.Fatal("no Service drover-webhook")
+			}
+			svc := into[corev1.Service](t, svcObj)
+			if !reflect.DeepEqual(svc.Spec.Selector, d.Spec.Selector.MatchLabels) || len(svc.Spec.Ports) != 1 ||
+				svc.Spec.Ports[0].Port != tc.port || svc.Spec.Ports[0].TargetPort.String() != "webhook" {
+				t.Errorf("webhook Service %+v", svc.Spec)
+			}
+		})
+	}
+}

@@ -74,6 +74,8 @@ type repoState struct {
 	generation int64
 	source     string // repo URL and ref the checkout was read for
 	co         *checkout
+	// fetchRequested is the fetch-requested annotation the last fetch was made for.
+	fetchRequested string
 }
 
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=gitrepos,verbs=get;list;watch
@@ -197,9 +199,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // due reports whether gr must be fetched now: its polling interval passed, its spec changed
-// since the last fetch, or a Bundle it should have is missing.
+// since the last fetch, a fetch was requested (the push webhook), or a Bundle it should have
+// is missing.
 func (r *Reconciler) due(gr *fleetv1alpha1.GitRepo, st *repoState, owned map[string]*fleetv1alpha1.Bundle) bool {
-	if st.generation != gr.Generation || !r.now().Before(st.nextFetch) {
+	if st.generation != gr.Generation || !r.now().Before(st.nextFetch) ||
+		gr.Annotations[fleetv1alpha1.FetchRequestedAnnotation] != st.fetchRequested {
 		return true
 	}
 	for _, b := range gr.Status.Bundles {
@@ -214,6 +218,7 @@ func (r *Reconciler) due(gr *fleetv1alpha1.GitRepo, st *repoState, owned map[str
 // condition; the Bundles of the last good commit are then left as they are.
 func (r *Reconciler) sync(ctx context.Context, gr *fleetv1alpha1.GitRepo, st *repoState, owned map[string]*fleetv1alpha1.Bundle) {
 	st.generation, st.nextFetch = gr.Generation, r.now().Add(pollingInterval(gr))
+	st.fetchRequested = gr.Annotations[fleetv1alpha1.FetchRequestedAnnotation]
 	gr.Status.ObservedGeneration = gr.Generation
 	fetchCtx, cancel := context.WithTimeout(ctx, r.FetchTimeout)
 	out, err := r.fetchAndRender(fetchCtx, gr, st)

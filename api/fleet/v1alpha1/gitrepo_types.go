@@ -37,6 +37,10 @@ const (
 	GitRepoPathAnnotation = LabelPrefix + "gitrepo-path"
 	// GitRepoCommitAnnotation is the commit a Bundle was rendered from.
 	GitRepoCommitAnnotation = LabelPrefix + "commit"
+	// FetchRequestedAnnotation on a GitRepo asks for a fetch now, whatever its polling
+	// interval: every new value (the push webhook writes the time) makes the controller fetch
+	// once. Users may set it too (kubectl annotate --overwrite).
+	FetchRequestedAnnotation = LabelPrefix + "fetch-requested"
 )
 
 // Keys of a GitRepo's auth Secret (spec.clientSecretName).

@@ -140,6 +140,9 @@ func setup(ctx context.Context) error {
 	if err := (&gitrepo.Reconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), FetchTimeout: fetchTimeout}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := setupWebhook(ctx, mgr); err != nil {
+		return err
+	}
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "controllers stopped:", err)

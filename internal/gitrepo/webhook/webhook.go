@@ -1,0 +1,306 @@
+// Package webhook receives Git push webhooks (GitHub, GitLab, Gitea/Forgejo, Bitbucket Cloud)
+// on drover server and makes the GitRepos following the pushed repository and ref fetch at
+// once, instead of at their next poll.
+//
+// A request is verified first, with the provider's secret from one server-wide Secret (as
+// Fleet does): a bad or missing signature is 401 and changes nothing. A verified push names the
+// repository (its clone URLs, normalised so https, ssh and scp-style forms match) and the refs
+// pushed; the GitRepos of that repository (found through a cache index by normalised URL) that
+// follow one of the refs get the annotation fleet.drover.io/fetch-requested set to the time,
+// which the GitRepo controller takes as "fetch now". The annotation is written through the API,
+// so it works on whichever replica receives the request, leader or not. An unknown repository
+// is 404; other events (ping, issues, ...) are acknowledged with 200 and ignored.
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+)
+
+// DefaultSecretName is the Secret holding the webhook secrets, one key per provider.
+const DefaultSecretName = "drover-webhook"
+
+// repoIndex indexes GitRepos by NormalizeURL(spec.repo).
+const repoIndex = "webhook.repo"
+
+// maxBody bounds a payload (GitHub caps them at 25 MB).
+const maxBody = 25 << 20
+
+// Options configure the receiver.
+type Options struct {
+	// Addr is the listen address (e.g. ":8090").
+	Addr string
+	// Listener, when set, is used instead of listening on Addr (tests).
+	Listener net.Listener
+	// SecretNamespace and SecretName locate the Secret with the providers' secrets (keys
+	// github, gitlab, gitea, bitbucket). Default name: DefaultSecretName.
+	SecretNamespace, SecretName string
+}
+
+// Receiver is the webhook's http.Handler.
+type Receiver struct {
+	// Client lists GitRepos (cached, with the index Setup adds) and patches them.
+	Client client.Client
+	// SecretReader reads the webhook Secret (uncached: a rotated secret applies at once).
+	SecretReader client.Reader
+	// SecretNamespace and SecretName locate the webhook Secret.
+	SecretNamespace, SecretName string
+	// Now returns the current time (default time.Now).
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=fleet.drover.io,resources=gitrepos,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",namespace=drover-system,resources=secrets,verbs=get
+
+// Setup adds the GitRepo URL index and the receiver's HTTP server to mgr. The server runs on
+// every replica (not only the leader): the fetch request it writes reaches the leader through
+// the API.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	if opts.SecretName == "" {
+		opts.SecretName = DefaultSecretName
+	}
+	if err := IndexGitRepos(mgr); err != nil {
+		return err
+	}
+	rcv := &Receiver{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), SecretNamespace: opts.SecretNamespace, SecretName: opts.SecretName}
+	if err := mgr.Add(&runnable{addr: opts.Addr, ln: opts.Listener, handler: rcv}); err != nil {
+		return fmt.Errorf("add webhook receiver: %w", err)
+	}
+	return nil
+}
+
+// Controllers returns a function for server.Options.Controllers.
+func Controllers(opts Options) func(ctrl.Manager) error {
+	return func(mgr ctrl.Manager) error { return Setup(mgr, opts) }
+}
+
+// IndexGitRepos indexes GitRepos by normalised repository URL.
+func IndexGitRepos(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &fleetv1alpha1.GitRepo{}, repoIndex, func(o client.Object) []string {
+		if k := NormalizeURL(o.(*fleetv1alpha1.GitRepo).Spec.Repo); k != "" {
+			return []string{k}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index GitRepos by repository URL: %w", err)
+	}
+	return nil
+}
+
+// runnable serves the receiver until the manager stops.
+type runnable struct {
+	addr    string
+	ln      net.Listener
+	handler http.Handler
+}
+
+// NeedLeaderElection is false: every replica receives webhooks.
+func (r *runnable) NeedLeaderElection() bool { return false }
+
+func (r *runnable) Start(ctx context.Context) error {
+	ln := r.ln
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", r.addr); err != nil {
+			return fmt.Errorf("--webhook-bind-address %s: %w", r.addr, err)
+		}
+	}
+	srv := &http.Server{Handler: r.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	ctrl.LoggerFrom(ctx).Info("Serving Git push webhooks", "address", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("webhook receiver: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown) //nolint:contextcheck // the manager's context is done by now
+}
+
+func (r *Receiver) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// ServeHTTP handles one webhook delivery.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	log := ctrl.LoggerFrom(req.Context()).WithName("webhook")
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "POST a push webhook here", http.StatusMethodNotAllowed)
+		return
+	}
+	provider, event := detect(req.Header)
+	if provider == "" {
+		http.Error(w, "not a GitHub, GitLab, Gitea/Forgejo or Bitbucket webhook (no event header)", http.StatusBadRequest)
+		return
+	}
+	log = log.WithValues("provider", provider, "event", event)
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "read payload", http.StatusBadRequest)
+		return
+	}
+	secret, err := r.secret(req.Context(), provider)
+	if err == nil {
+		err = verify(provider, req.Header, body, secret)
+	}
+	if err != nil {
+		// The log says why (never a secret or signature value); the caller only that it failed.
+		log.Info("Webhook refused: not verified", "reason", err.Error())
+		http.Error(w, "signature not verified", http.StatusUnauthorized)
+		return
+	}
+	if !isPush(provider, event) {
+		writeText(w, http.StatusOK, "ignored: not a push event")
+		return
+	}
+	p, err := parsePush(provider, body)
+	if err != nil {
+		log.Info("Webhook refused: bad payload", "error", err.Error())
+		http.Error(w, "malformed push payload", http.StatusBadRequest)
+		return
+	}
+	repos, err := r.gitRepos(req.Context(), p.URLs)
+	if err != nil {
+		log.Error(err, "Listing GitRepos for a webhook")
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	if len(repos) == 0 {
+		log.Info("Webhook for a repository no GitRepo follows", "urls", p.URLs)
+		http.Error(w, "no GitRepo follows this repository", http.StatusNotFound)
+		return
+	}
+	stamp := r.now().UTC().Format(time.RFC3339Nano)
+	var triggered []string
+	for i := range repos {
+		gr := &repos[i]
+		if !follows(gr, p) {
+			continue
+		}
+		if err := r.requestFetch(req.Context(), gr, stamp); err != nil {
+			log.Error(err, "Requesting a fetch", "gitrepo", client.ObjectKeyFromObject(gr))
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		triggered = append(triggered, client.ObjectKeyFromObject(gr).String())
+	}
+	log.Info("Push received", "refs", p.Refs, "gitrepos", triggered)
+	if len(triggered) == 0 {
+		writeText(w, http.StatusOK, "ignored: no GitRepo of this repository follows the refs pushed")
+		return
+	}
+	writeText(w, http.StatusAccepted, fmt.Sprintf("fetch requested for %d GitRepos", len(triggered)))
+}
+
+// writeText answers with a fixed message (never one echoing the request).
+func writeText(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, msg+"\n")
+}
+
+// secret returns the provider's secret from the webhook Secret (nil when the Secret or its key
+// is missing: verification then fails).
+func (r *Receiver) secret(ctx context.Context, p Provider) ([]byte, error) {
+	s := &corev1.Secret{}
+	if err := r.SecretReader.Get(ctx, client.ObjectKey{Namespace: r.SecretNamespace, Name: r.SecretName}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("the Secret %s/%s was not found", r.SecretNamespace, r.SecretName)
+		}
+		return nil, fmt.Errorf("read Secret %s/%s: %w", r.SecretNamespace, r.SecretName, err)
+	}
+	v := s.Data[string(p)]
+	if len(v) == 0 {
+		return nil, fmt.Errorf("the Secret %s/%s has no key %s", r.SecretNamespace, r.SecretName, p)
+	}
+	return v, nil
+}
+
+// gitRepos returns the GitRepos (all namespaces) whose repository is one of urls.
+func (r *Receiver) gitRepos(ctx context.Context, urls []string) ([]fleetv1alpha1.GitRepo, error) {
+	var out []fleetv1alpha1.GitRepo
+	seen := map[types.UID]bool{}
+	var keys []string
+	for _, u := range urls {
+		if k := NormalizeURL(u); k != "" && !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		var list fleetv1alpha1.GitRepoList
+		if err := r.Client.List(ctx, &list, client.MatchingFields{repoIndex: k}); err != nil {
+			return nil, fmt.Errorf("list GitRepos of %s: %w", k, err)
+		}
+		for _, gr := range list.Items {
+			if !seen[gr.UID] {
+				seen[gr.UID] = true
+				out = append(out, gr)
+			}
+		}
+	}
+	return out, nil
+}
+
+// follows says whether gr would deploy something new after push p: it follows one of the
+// branches or tags pushed (a GitRepo without branch, tag or revision follows the default
+// branch; when the payload does not name it, any branch push counts). Paused GitRepos and those
+// pinned to a revision never do.
+func follows(gr *fleetv1alpha1.GitRepo, p *push) bool {
+	s := &gr.Spec
+	switch {
+	case s.Paused || s.Revision != "":
+		return false
+	case s.Branch != "":
+		return slices.Contains(p.Refs, "refs/heads/"+s.Branch)
+	case s.Tag != "":
+		return slices.Contains(p.Refs, "refs/tags/"+s.Tag)
+	case p.DefaultBranch != "":
+		return slices.Contains(p.Refs, "refs/heads/"+p.DefaultBranch)
+	}
+	for _, ref := range p.Refs {
+		if strings.HasPrefix(ref, "refs/heads/") {
+			return true
+		}
+	}
+	return false
+}
+
+// requestFetch sets gr's fetch-requested annotation to stamp.
+func (r *Receiver) requestFetch(ctx context.Context, gr *fleetv1alpha1.GitRepo, stamp string) error {
+	patch := client.MergeFrom(gr.DeepCopy())
+	if gr.Annotations == nil {
+		gr.Annotations = map[string]string{}
+	}
+	gr.Annotations[fleetv1alpha1.FetchRequestedAnnotation] = stamp
+	if err := r.Client.Patch(ctx, gr, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("annotate GitRepo %s/%s: %w", gr.Namespace, gr.Name, err)
+	}
+	return nil
+}
