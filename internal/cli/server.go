@@ -21,6 +21,7 @@ func newServerCommand(k *kubeOptions, logs *logOptions) *cobra.Command {
 	var installCRDs, embedded bool
 	var caFile string
 	var hostedOpts hostedOptions
+	var ui uiOptions
 	webhookOpts := webhook.Options{SecretNamespace: server.SystemNamespace}
 	home, _ := os.UserHomeDir()
 	cmd := &cobra.Command{
@@ -75,6 +76,11 @@ drover chooses the cluster explicitly and says which on its first line of output
 			if webhookOpts.Addr != "" && webhookOpts.Addr != "0" {
 				opts.Controllers = append(opts.Controllers, webhook.Controllers(webhookOpts))
 			}
+			dash, err := ui.controllers(cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			opts.Controllers = append(opts.Controllers, dash...)
 			return server.Run(cmd.Context(), opts, cmd.OutOrStdout())
 		},
 	}
@@ -93,6 +99,7 @@ drover chooses the cluster explicitly and says which on its first line of output
 	f.StringVar(&webhookOpts.SecretName, "webhook-secret", webhook.DefaultSecretName, "Secret in "+server.SystemNamespace+" with the webhook secrets, one key per provider: github, gitlab, gitea, bitbucket")
 	logs.addZapFlags(cmd)
 	hostedOpts.addFlags(f)
+	ui.addFlags(f)
 	return cmd
 }
 

@@ -2,10 +2,15 @@ package dashboard_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/droverhq/drover/internal/dashboard"
 )
 
 // TestPages: every page, read through a real API server with a viewer's token, shows the
@@ -115,5 +120,35 @@ func TestSignIn(t *testing.T) {
 		if strings.HasPrefix(sc, "drover_session=") && (!strings.Contains(sc, "HttpOnly") || !strings.Contains(sc, "SameSite=Strict")) {
 			t.Errorf("session cookie %q is not HttpOnly and SameSite=Strict", sc)
 		}
+	}
+}
+
+// TestLocalMode: drover dashboard's mode reads with the given identity (here a viewer of one
+// namespace, its kubeconfig context's), and only for a browser that brought the access key.
+func TestLocalMode(t *testing.T) {
+	t.Parallel()
+	ns := mgmt.Namespace(t)
+	createAll(t, eksCluster(ns, "mine"))
+	cfg := rest.AnonymousClientConfig(mgmt.Config)
+	cfg.BearerToken = namespaceViewer(t, ns, "me", ns)
+	h, err := dashboard.New(dashboard.Options{Local: cfg, AccessKey: "s3cret-key", Namespaces: []string{ns}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	b := newBrowser(t, srv)
+	for _, path := range []string{"/", "/hosted", "/login?key=wrong"} {
+		if status, body := b.get(path); status != http.StatusUnauthorized || !strings.Contains(body, "access key") {
+			t.Errorf("GET %s without the access key: status %d", path, status)
+		}
+	}
+	if status, _ := b.get("/login?key=s3cret-key&next=/hosted"); status != http.StatusSeeOther {
+		t.Fatalf("the access key was not taken: %d", status)
+	}
+	page := b.page("/hosted")
+	mustContain(t, page, `data-cluster="`+ns+`/mine"`, "showing those in "+ns)
+	if status, _, _ := b.post("/login", url.Values{"token": {"x"}}, true); status != http.StatusForbidden {
+		t.Errorf("token sign-in in local mode: %d, want 403", status)
 	}
 }
