@@ -39,6 +39,10 @@ help: ## Show this help.
 run: build tools ## Build, then start drover server on the embedded control plane (state in .drover/).
 	$(BIN)/drover server --embedded --data-dir $(DATA_DIR) --bin-dir $(KUBE_BIN)
 
+.PHONY: demo
+demo: build tools ## Start drover with a demo world (simulated EKS/AKS/GKE clusters, two kwok clusters with agents, a Bundle); .drover-demo/ is deleted on exit.
+	$(BIN)/drover server --demo --data-dir $(ROOT)/.drover-demo --bin-dir $(KUBE_BIN) --zap-log-level=error --zap-stacktrace-level=panic
+
 .PHONY: test
 test: tools ## Run every test (unit, envtest integration, end-to-end) with the race detector.
 	$(GO) test $(GO_TEST_FLAGS) ./...

@@ -18,7 +18,7 @@ import (
 
 func newServerCommand(k *kubeOptions, logs *logOptions) *cobra.Command {
 	opts := server.Options{}
-	var installCRDs, embedded bool
+	var installCRDs, embedded, demoMode bool
 	var caFile string
 	var hostedOpts hostedOptions
 	var ui uiOptions
@@ -46,8 +46,14 @@ drover chooses the cluster explicitly and says which on its first line of output
   drover server --kubeconfig ~/.kube/config --context prod-mgmt --leader-elect=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			mode, err := chooseServerCluster(cmd, k, embedded)
-			if err != nil {
+			mode, err := serverCluster{why: "--demo"}, error(nil)
+			if demoMode {
+				stop, err := demoServer(cmd, &opts, &hostedOpts, nil)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			} else if mode, err = chooseServerCluster(cmd, k, embedded); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), mode.line(opts.DataDir))
@@ -85,6 +91,7 @@ drover chooses the cluster explicitly and says which on its first line of output
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&demoMode, "demo", false, "start a demo on an embedded control plane: the EKS, AKS and GKE simulators with hosted clusters (one with a console change adopted, one with a conflict), two kwok-backed downstream clusters with running agents and a sample Bundle; --data-dir (default $TMPDIR/drover-demo) is deleted on exit")
 	f.BoolVar(&embedded, "embedded", false, "true: start an embedded control plane; false: run against --kubeconfig/$KUBECONFIG/~/.kube/config/in-cluster (default: embedded unless --kubeconfig, $KUBECONFIG or a pod's service account)")
 	f.StringVar(&opts.DataDir, "data-dir", filepath.Join(home, ".drover"), "state of the embedded control plane")
 	f.StringVar(&opts.BinDir, "bin-dir", server.DefaultBinDir(), "directory with the Kubernetes binaries for the embedded control plane (make tools)")

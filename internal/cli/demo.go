@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/droverhq/drover/internal/demo"
+	"github.com/droverhq/drover/internal/server"
+)
+
+// demoServer prepares `drover server --demo`: the embedded control plane in a data dir of its
+// own (default $TMPDIR/drover-demo, deleted on exit), demo-friendly intervals unless given, and
+// the demo world (internal/demo) started next to the control plane. links are extra "how to
+// look" lines for the summary (the metrics endpoint; a web dashboard adds its URL here). The
+// returned stop must be called after server.Run returned.
+func demoServer(cmd *cobra.Command, opts *server.Options, hosted *hostedOptions, links []string) (stop func(), err error) {
+	f := cmd.Flags()
+	if f.Changed("kubeconfig") || f.Changed("context") || f.Changed("embedded") && !opts.Embedded {
+		return nil, usageErrorf("--demo runs on its own embedded control plane: drop --kubeconfig, --context and --embedded=false")
+	}
+	opts.Embedded = true
+	if !f.Changed("data-dir") {
+		opts.DataDir = filepath.Join(os.TempDir(), "drover-demo")
+	}
+	if !f.Changed("apiserver-port") {
+		opts.APIServerPort = 0
+	}
+	// The simulators finish creates and updates in seconds: look again every second while
+	// something is in progress, and refresh idle clusters every minute.
+	if !f.Changed("hosted-poll-interval") {
+		hosted.pollInterval = time.Second
+	}
+	for name, d := range hosted.refresh {
+		if !f.Changed(name + "-refresh-interval") {
+			*d = time.Minute
+		}
+	}
+	own := []string{"drover dashboard   (the web dashboard on 127.0.0.1, as the KUBECONFIG above)"}
+	if opts.MetricsAddr != "" && opts.MetricsAddr != "0" {
+		own = append(own, "curl -s http://"+opts.MetricsAddr+"/metrics | grep ^drover_")
+	}
+	links = append(own, links...)
+	d, err := demo.Start(demo.Options{DataDir: opts.DataDir, BinDir: opts.BinDir, Out: cmd.OutOrStdout(), Links: links})
+	if err != nil {
+		d.Stop()
+		return nil, err
+	}
+	opts.Controllers = append(opts.Controllers, d.Setup)
+	return d.Stop, nil
+}

@@ -1,0 +1,394 @@
+package e2e
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+)
+
+// The demo's objects as its summary names them (internal/demo).
+const (
+	demoNS       = "demo"
+	demoAdopted  = "shop-eks"
+	demoConflict = "billing-eks"
+	demoBundle   = "hello-web"
+)
+
+var (
+	demoHosted = map[string]string{"shop-eks": "eks", "billing-eks": "eks", "payments-aks": "aks", "analytics-gke": "gke"}
+	demoFleet  = []string{"edge-1", "edge-2"}
+)
+
+// TestDemo starts `drover server --demo` and checks that within 60 s of its start the state the
+// demo promises is there: four hosted clusters active (shop-eks with the console's tag adopted
+// into its config and an Adopted Event, billing-eks Conflict=True naming both values), two
+// fleet clusters Ready with their agents checking in, and the sample Bundle ready on both —
+// its Deployment running on each downstream cluster's kwok nodes. Then it scrapes the server's
+// /metrics over HTTP and checks the domain metrics' values against that state, and finally
+// Ctrl-C stops every process and deletes the data dir.
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(t.TempDir(), "demo-data")
+	metricsAddr := freeAddr(t)
+	start := time.Now()
+	s := startServer(t, dataDir, "--demo", "--metrics-bind-address", metricsAddr)
+
+	kubeconfig := filepath.Join(dataDir, "kubeconfig")
+	var c client.Client
+	eventually(t, 60*time.Second, func() error {
+		select {
+		case err := <-s.done:
+			t.Fatalf("drover server --demo exited (%v):\n%s", err, s.out)
+		default:
+		}
+		if _, err := os.Stat(kubeconfig); err != nil {
+			return err
+		}
+		if c == nil {
+			c = kubeClient(t, kubeconfig)
+		}
+		return demoState(t, c, dataDir)
+	})
+	ready := time.Since(start)
+	t.Logf("demo state reached %s after drover server --demo started", ready.Round(100*time.Millisecond))
+	eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(s.out.String(), "Demo ready in") {
+			return errors.New("no 'Demo ready in' line yet")
+		}
+		return nil
+	})
+	out := s.out.String()
+	for _, want := range []string{"export KUBECONFIG=" + kubeconfig, "drover cluster list -n demo", "curl -s http://" + metricsAddr + "/metrics", "deletes " + dataDir} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the demo's output does not say %q:\n%s", want, out)
+		}
+	}
+
+	// The domain metrics, scraped from the server's listener, agree with the objects.
+	eventually(t, 30*time.Second, func() error { return demoMetrics(t, c, metricsAddr) })
+
+	s.interrupt(t)
+	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("data dir after Ctrl-C: %v, want it deleted", err)
+	}
+	if pids := processesUsing(dataDir); len(pids) > 0 {
+		t.Errorf("processes %v still use the data dir after Ctrl-C", pids)
+	}
+}
+
+// demoState returns nil once the demo's world is as promised.
+func demoState(t *testing.T, c client.Client, dataDir string) error {
+	ctx := t.Context()
+	for name := range demoHosted {
+		h := &v1.Cluster{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, h); err != nil {
+			return err
+		}
+		if h.Status.Phase != v1.PhaseActive {
+			return fmt.Errorf("hosted cluster %s is %q", name, h.Status.Phase)
+		}
+		switch name {
+		case demoAdopted:
+			if v := h.Spec.EKSConfig.Tags["cost-center"]; v != "console-4711" {
+				return fmt.Errorf("%s: tag cost-center %q in the config, want the console's value adopted", name, v)
+			}
+			if err := hasEvent(t, c, name, "Adopted", "tags[cost-center]"); err != nil {
+				return err
+			}
+		case demoConflict:
+			cond := meta.FindStatusCondition(h.Status.Conditions, v1.ConditionConflict)
+			if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, `"finance"`) || !strings.Contains(cond.Message, `"billing-platform"`) {
+				return fmt.Errorf("%s: Conflict condition %+v, want True with both values", name, cond)
+			}
+		}
+	}
+	for _, name := range demoFleet {
+		fc := &fleetv1.Cluster{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, fc); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(fc.Status.Conditions, fleetv1.ConditionReady) || fc.Status.Agent.LastSeen == nil {
+			return fmt.Errorf("fleet cluster %s not Ready with an agent: %+v", name, fc.Status.Conditions)
+		}
+		// The Bundle's workload runs downstream (kwok's pods).
+		down := kubeClient(t, filepath.Join(dataDir, "demo", name, "kubeconfig"))
+		d := &appsv1.Deployment{}
+		if err := down.Get(ctx, client.ObjectKey{Namespace: "hello", Name: "web"}, d); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if d.Status.ReadyReplicas != 2 {
+			return fmt.Errorf("%s: hello/web has %d ready replicas", name, d.Status.ReadyReplicas)
+		}
+	}
+	b := &fleetv1.Bundle{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: demoBundle}, b); err != nil {
+		return err
+	}
+	if !meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1.ConditionReady) || b.Status.Summary.Ready != len(demoFleet) {
+		return fmt.Errorf("bundle %s: %d ready, conditions %+v", demoBundle, b.Status.Summary.Ready, b.Status.Conditions)
+	}
+	return nil
+}
+
+func hasEvent(t *testing.T, c client.Client, name, reason, note string) error {
+	var list eventsv1.EventList
+	if err := c.List(t.Context(), &list, client.InNamespace(demoNS)); err != nil {
+		return err
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Name == name && e.Reason == reason && strings.Contains(e.Note, note) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no %s Event about %s mentioning %s", reason, name, note)
+}
+
+// demoMetrics scrapes drover server's /metrics and compares the domain metrics with the objects.
+func demoMetrics(t *testing.T, c client.Client, addr string) error {
+	ctx := t.Context()
+	m, err := scrape(addr)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	want := func(name string, labels map[string]string, cmp string, v float64) {
+		got, ok := m.value(name, labels)
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("no sample %s%v", name, labels))
+		case cmp == "==" && got != v, cmp == ">=" && got < v, cmp == "<" && got >= v:
+			errs = append(errs, fmt.Errorf("%s%v = %v, want %s %v", name, labels, got, cmp, v))
+		}
+	}
+
+	// Hosted clusters by provider and phase: exactly the objects.
+	var hosted v1.ClusterList
+	if err := c.List(ctx, &hosted); err != nil {
+		return err
+	}
+	byProviderPhase := map[[2]string]float64{}
+	for _, h := range hosted.Items {
+		p := "eks"
+		switch {
+		case h.Spec.AKSConfig != nil:
+			p = "aks"
+		case h.Spec.GKEConfig != nil:
+			p = "gke"
+		}
+		byProviderPhase[[2]string{p, string(h.Status.Phase)}]++
+	}
+	if len(hosted.Items) != len(demoHosted) {
+		errs = append(errs, fmt.Errorf("%d hosted clusters, want %d", len(hosted.Items), len(demoHosted)))
+	}
+	for k, n := range byProviderPhase {
+		want("drover_hosted_clusters", map[string]string{"provider": k[0], "phase": k[1]}, "==", n)
+	}
+	if got := m.sum("drover_hosted_clusters", nil); got != float64(len(hosted.Items)) {
+		errs = append(errs, fmt.Errorf("drover_hosted_clusters sums to %v, want %d", got, len(hosted.Items)))
+	}
+	want("drover_hosted_changes_total", map[string]string{"provider": "eks", "kind": "adoption"}, ">=", 1)
+	want("drover_hosted_changes_total", map[string]string{"provider": "eks", "kind": "conflict"}, "==", 1)
+	// Cloud API calls by provider, operation and code: each cluster created once.
+	want("drover_cloud_api_requests_total", map[string]string{"provider": "eks", "operation": "CreateCluster", "code": "200"}, "==", 2)
+	want("drover_cloud_api_requests_total", map[string]string{"provider": "eks", "operation": "CreateNodegroup", "code": "200"}, "==", 2)
+	want("drover_cloud_api_requests_total", map[string]string{"provider": "aks", "operation": "PUT /subscriptions/{}/resourceGroups/{}/providers/{}/managedClusters/{}", "code": "201"}, "==", 1)
+	want("drover_cloud_api_requests_total", map[string]string{"provider": "gke", "operation": "POST /v1/projects/{}/locations/{}/clusters", "code": "200"}, "==", 1)
+	want("drover_cloud_api_requests_total", map[string]string{"provider": "eks", "operation": "DescribeCluster", "code": "200"}, ">=", 2)
+	if got := m.sum("drover_cloud_api_requests_total", map[string]string{"code": "429"}); got != 0 {
+		errs = append(errs, fmt.Errorf("%v throttled requests, the demo's simulators do not throttle", got))
+	}
+	for _, p := range []string{"eks", "aks", "gke"} {
+		want("drover_hosted_refresh_duration_seconds_count", map[string]string{"provider": p}, ">=", 1)
+		want("drover_hosted_refresh_age_seconds", map[string]string{"provider": p}, "<", 120) // the demo refreshes every minute
+	}
+
+	// Registration and the fleet: one grant per downstream cluster, both connected.
+	want("drover_registrations_total", map[string]string{"result": "granted", "reason": "Succeeded"}, "==", float64(len(demoFleet)))
+	want("drover_registration_grant_duration_seconds_count", nil, "==", float64(len(demoFleet)))
+	if got := m.sum("drover_registrations_total", map[string]string{"result": "denied"}); got != 0 {
+		errs = append(errs, fmt.Errorf("%v registrations denied", got))
+	}
+	want("drover_fleet_clusters", map[string]string{"state": "connected"}, "==", float64(len(demoFleet)))
+
+	// Bundles: readiness and deployments by state agree with the Bundles' status.
+	var bundles fleetv1.BundleList
+	if err := c.List(ctx, &bundles); err != nil {
+		return err
+	}
+	readyBundles, readyDeployments := 0.0, 0.0
+	for _, b := range bundles.Items {
+		if meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1.ConditionReady) {
+			readyBundles++
+		}
+		readyDeployments += float64(b.Status.Summary.Ready)
+	}
+	if readyBundles < 3 { // hello-web and the two agents' Bundles
+		errs = append(errs, fmt.Errorf("%v Bundles ready, want at least 3", readyBundles))
+	}
+	want("drover_bundles", map[string]string{"state": "ready", "reason": "Succeeded"}, "==", readyBundles)
+	want("drover_bundle_deployments", map[string]string{"state": "ready"}, "==", readyDeployments)
+	if got := m.sum("drover_bundles", map[string]string{"state": "not_ready"}); got != 0 {
+		errs = append(errs, fmt.Errorf("%v Bundles not ready", got))
+	}
+	return errors.Join(errs...)
+}
+
+// metricSamples are the samples of a Prometheus text exposition.
+type metricSamples []metricSample
+
+type metricSample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// scrape GETs http://addr/metrics and parses the text format.
+func scrape(addr string) (metricSamples, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/metrics: %s", resp.Status)
+	}
+	return parseMetrics(resp.Body)
+}
+
+// parseMetrics parses the Prometheus text format: name{label="value",...} value [timestamp].
+func parseMetrics(r io.Reader) (metricSamples, error) {
+	var out metricSamples
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		s := metricSample{labels: map[string]string{}}
+		i := strings.IndexAny(line, "{ ")
+		if i < 0 {
+			return nil, fmt.Errorf("bad line %q", line)
+		}
+		s.name, line = line[:i], line[i:]
+		if line[0] == '{' {
+			line = line[1:]
+			for line[0] != '}' {
+				eq := strings.Index(line, `="`)
+				if eq < 0 {
+					return nil, fmt.Errorf("bad labels in %q", sc.Text())
+				}
+				key := strings.TrimPrefix(line[:eq], ",")
+				line = line[eq+2:]
+				var v strings.Builder
+				for line[0] != '"' {
+					if line[0] == '\\' && len(line) > 1 {
+						switch line[1] {
+						case 'n':
+							v.WriteByte('\n')
+						default:
+							v.WriteByte(line[1])
+						}
+						line = line[2:]
+						continue
+					}
+					v.WriteByte(line[0])
+					line = line[1:]
+				}
+				s.labels[key] = v.String()
+				line = strings.TrimPrefix(line[1:], ",")
+			}
+			line = line[1:]
+		}
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			return nil, fmt.Errorf("no value in %q", sc.Text())
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("value in %q: %w", sc.Text(), err)
+		}
+		s.value = v
+		out = append(out, s)
+	}
+	return out, sc.Err()
+}
+
+func (m metricSamples) matching(name string, labels map[string]string) []metricSample {
+	var out []metricSample
+	for _, s := range m {
+		if s.name != name {
+			continue
+		}
+		ok := true
+		for k, v := range labels {
+			ok = ok && s.labels[k] == v
+		}
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// value is the one sample of name with exactly these labels' values (others may be present).
+func (m metricSamples) value(name string, labels map[string]string) (float64, bool) {
+	ss := m.matching(name, labels)
+	if len(ss) != 1 {
+		return 0, false
+	}
+	return ss[0].value, true
+}
+
+func (m metricSamples) sum(name string, labels map[string]string) float64 {
+	total := 0.0
+	for _, s := range m.matching(name, labels) {
+		total += s.value
+	}
+	return total
+}
+
+// TestParseMetrics: the scrape parser reads labels with braces, commas, quotes and slashes.
+func TestParseMetrics(t *testing.T) {
+	t.Parallel()
+	in := `# HELP x help
+# TYPE x counter
+x{code="200",operation="GET /v1/projects/{}/locations/{}",provider="gke"} 3
+y 1.5e+00
+z{a="q\"uo,te}"} 7 1700000000
+`
+	m, err := parseMetrics(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"x", map[string]string{"operation": "GET /v1/projects/{}/locations/{}", "provider": "gke"}, 3},
+		{"y", nil, 1.5},
+		{"z", map[string]string{"a": `q"uo,te}`}, 7},
+	} {
+		if got, ok := m.value(tc.name, tc.labels); !ok || got != tc.want {
+			t.Errorf("%s%v = %v, %v; want %v", tc.name, tc.labels, got, ok, tc.want)
+		}
+	}
+}
