@@ -109,7 +109,7 @@ func TestLiveUpdates(t *testing.T) {
 		next(t, events, "ready", 15*time.Second)
 		createAll(t, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "live-update"},
 			InvolvedObject: corev1.ObjectReference{APIVersion: "management.drover.io/v1alpha1", Kind: "Cluster", Namespace: ns, Name: "live", UID: c.UID},
-			Type: corev1.EventTypeNormal, Reason: "UpdateStarted", Message: "Updating the Kubernetes version to 1.34", Source: corev1.EventSource{Component: "test"},
+			Type:           corev1.EventTypeNormal, Reason: "UpdateStarted", Message: "Updating the Kubernetes version to 1.34", Source: corev1.EventSource{Component: "test"},
 			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1})
 		next(t, events, "change", 15*time.Second)
 		mustContain(t, b.fragment("/hosted/"+ns+"/live"), "Updating the Kubernetes version to 1.34")

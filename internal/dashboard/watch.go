@@ -46,7 +46,11 @@ type watchSpec struct {
 	Field      string   `json:"f,omitempty"`
 }
 
+// watchOf is the watch of a kind listed as info says (none when nothing could be listed).
 func watchOf(kind string, info listInfo, field string) watchSpec {
+	if !info.All && len(info.Namespaces) == 0 {
+		return watchSpec{}
+	}
 	w := watchSpec{Kind: kind, RV: info.RV, Field: field}
 	if !info.All {
 		w.Namespaces = append([]string{}, info.Namespaces...)
@@ -54,8 +58,18 @@ func watchOf(kind string, info listInfo, field string) watchSpec {
 	return w
 }
 
-// setWatch gives the page its event stream URL.
-func (h *Handler) setWatch(l *layoutData, specs ...watchSpec) {
+// setWatch gives the page its event stream URL (none when it shows nothing to watch).
+func (h *Handler) setWatch(l *layoutData, all ...watchSpec) {
+	var specs []watchSpec
+	for _, s := range all {
+		if s.Kind != "" {
+			specs = append(specs, s)
+		}
+	}
+	if len(specs) == 0 {
+		l.Watch, l.WatchKey = "", ""
+		return
+	}
 	b, _ := json.Marshal(specs)
 	l.Watch = "/watch?s=" + base64.RawURLEncoding.EncodeToString(b)
 	for i := range specs {
