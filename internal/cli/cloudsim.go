@@ -20,9 +20,12 @@ import (
 
 // Credentials the standalone simulators accept.
 const (
-	simAzureTenant  = "00000000-0000-0000-0000-00000000d20e"
-	simAzureClient  = "11111111-1111-1111-1111-11111111d20e"
-	simAzureSecret  = "drover-aks-simulator-client-secret" //nolint:gosec // the simulator's well-known test secret
+	simAzureTenant = "00000000-0000-0000-0000-00000000d20e"
+	simAzureClient = "11111111-1111-1111-1111-11111111d20e"
+	simAzureSecret = "drover-aks-simulator-client-secret" //nolint:gosec // the simulator's well-known test secret
+	// simAzureSub is the subscription GET /subscriptions lists (az login's default); any other
+	// works too.
+	simAzureSub     = "22222222-2222-2222-2222-22222222d20e"
 	simGoogleEmail  = "drover@drover-sim.iam.gserviceaccount.com"
 	simGoogleProjec = "drover-sim"
 )
@@ -104,8 +107,14 @@ picks free ports. Credentials and key files are written to --dir.`,
 `, url, eks.DefaultAccessKeyID, eks.DefaultSecretAccessKey, url, eks.DefaultAccessKeyID, eks.DefaultSecretAccessKey, url)
 			}
 			if useAKS {
-				s, err := aks.New(aks.Options{Delay: delay, Faults: fc, Credentials: []aks.Credential{{
-					TenantID: simAzureTenant, ClientID: simAzureClient, ClientSecret: simAzureSecret, Subscriptions: []string{"*"},
+				// PollRetryAfter: az (Python's azure-core) polls an operation every 30 s unless
+				// Retry-After says otherwise.
+				pollAfter := time.Second
+				if delay > 0 && delay < pollAfter {
+					pollAfter = delay
+				}
+				s, err := aks.New(aks.Options{Delay: delay, Faults: fc, PollRetryAfter: pollAfter, Credentials: []aks.Credential{{
+					TenantID: simAzureTenant, ClientID: simAzureClient, ClientSecret: simAzureSecret, Subscriptions: []string{simAzureSub, "*"},
 				}}})
 				if err != nil {
 					return fmt.Errorf("start AKS simulator: %w", err)
@@ -120,10 +129,14 @@ picks free ports. Credentials and key files are written to --dir.`,
 				}
 				fmt.Fprintf(out, `AKS simulator (ARM + Entra ID, HTTPS): %s
   CA certificate: %s   (trust it in the SDK's transport)
-  tenant %s, client %s, secret %s, any subscription
+  tenant %s, client %s, secret %s, any subscription (az login lists %s)
   Azure SDK: cloud.Configuration{ActiveDirectoryAuthorityHost: "%s/", ResourceManager endpoint and audience "%s"},
              azidentity DisableInstanceDiscovery: true
-`, s.URL(), caFile, simAzureTenant, simAzureClient, simAzureSecret, s.URL(), s.URL())
+  az CLI:    export REQUESTS_CA_BUNDLE=%s
+             az cloud register -n DroverSim --endpoint-resource-manager %s && az cloud set -n DroverSim
+             az login --service-principal -u %s -p %s --tenant %s
+`, s.URL(), caFile, simAzureTenant, simAzureClient, simAzureSecret, simAzureSub, s.URL(), s.URL(),
+					caFile, s.URL(), simAzureClient, simAzureSecret, simAzureTenant)
 			}
 			if useGKE {
 				l, err := listenOn("GKE", addr(2))

@@ -66,16 +66,43 @@ func (s *Server) SetCredential(c Credential) error {
 	return nil
 }
 
+// adfsTenant is the "tenant" of an ADFS-style authority (https://host/adfs): the token
+// endpoint there serves the applications of every tenant, found by client ID.
+const adfsTenant = "adfs"
+
 func (s *Server) knownTenant(tenant string) bool {
 	t := strings.ToLower(tenant)
 	s.credMu.RLock()
 	defer s.credMu.RUnlock()
+	if t == adfsTenant {
+		return len(s.creds) > 0
+	}
 	for _, c := range s.creds {
 		if strings.ToLower(c.TenantID) == t {
 			return true
 		}
 	}
 	return false
+}
+
+// credentialFor is the application clientID of tenant; at the ADFS authority, the one
+// application with that client ID in any tenant.
+func (s *Server) credentialFor(tenant, clientID string) *credential {
+	s.credMu.RLock()
+	defer s.credMu.RUnlock()
+	if !strings.EqualFold(tenant, adfsTenant) {
+		return s.creds[strings.ToLower(tenant)+"/"+strings.ToLower(clientID)]
+	}
+	var found *credential
+	for _, c := range s.creds {
+		if strings.EqualFold(c.ClientID, clientID) {
+			if found != nil {
+				return nil // the same client ID in two tenants: ambiguous without a tenant
+			}
+			found = c
+		}
+	}
+	return found
 }
 
 // handleOpenIDConfig serves the tenant discovery document MSAL fetches before its first token
@@ -87,6 +114,24 @@ func (s *Server) handleOpenIDConfig(w http.ResponseWriter, r *http.Request, rt *
 		return
 	}
 	base := "https://" + r.Host + "/" + rt.tenant
+	if rt.tenant == adfsTenant {
+		// ADFS's document: no /v2.0 in the paths, the issuer is the authority itself.
+		writeJSON(w, http.StatusOK, map[string]any{
+			"issuer":                                base,
+			"authorization_endpoint":                base + "/oauth2/authorize/",
+			"token_endpoint":                        base + "/oauth2/token/",
+			"jwks_uri":                              base + "/discovery/keys",
+			"token_endpoint_auth_methods_supported": []string{"client_secret_post", "client_secret_basic", "private_key_jwt"},
+			"response_types_supported":              []string{"code", "id_token", "code id_token", "id_token token", "code token", "code id_token token"},
+			"response_modes_supported":              []string{"query", "fragment", "form_post"},
+			"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials"},
+			"subject_types_supported":               []string{"pairwise"},
+			"scopes_supported":                      []string{"openid", "profile", "email", "allatclaims"},
+			"id_token_signing_alg_values_supported": []string{"RS256"},
+			"access_token_issuer":                   "https://" + r.Host + "/adfs/services/trust",
+		})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"token_endpoint":                        base + "/oauth2/v2.0/token",
 		"token_endpoint_auth_methods_supported": []string{"client_secret_post", "private_key_jwt", "client_secret_basic"},
@@ -164,9 +209,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request, rt *route) 
 			fmt.Sprintf("AADSTS90002: Tenant '%s' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.", rt.tenant)))
 		return
 	}
-	s.credMu.RLock()
-	cred := s.creds[strings.ToLower(rt.tenant)+"/"+strings.ToLower(clientID)]
-	s.credMu.RUnlock()
+	cred := s.credentialFor(rt.tenant, clientID)
 	if cred == nil {
 		writeJSON(w, http.StatusBadRequest, s.aadError("unauthorized_client", 700016,
 			fmt.Sprintf("AADSTS700016: Application with identifier '%s' was not found in the directory '%s'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You may have sent your authentication request to the wrong tenant.", clientID, rt.tenant)))
@@ -283,7 +326,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, rt *route) (*
 	// for tokens already issued, like an RBAC change.
 	s.credMu.RLock()
 	cred := s.creds[strings.ToLower(tok.tenant)+"/"+strings.ToLower(tok.clientID)]
-	allowed := cred != nil && (cred.allSubs || cred.subs[strings.ToLower(rt.sub)])
+	// The subscription and tenant listings are the caller's own: any valid token may list them.
+	allowed := cred != nil && (rt.sub == "" || cred.allSubs || cred.subs[strings.ToLower(rt.sub)])
 	s.credMu.RUnlock()
 	if !allowed {
 		objectID := tok.cred.objectID

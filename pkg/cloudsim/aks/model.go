@@ -57,6 +57,16 @@ type clusterProperties struct {
 	DisableLocalAccounts     *bool                    `json:"disableLocalAccounts,omitempty"`
 	SupportPlan              string                   `json:"supportPlan,omitempty"`
 	MaxAgentPools            int32                    `json:"maxAgentPools,omitempty"`
+	// IdentityProfile is rendered (the kubelet identity of a cluster with a managed identity,
+	// which az aks update reads); what a client sends is ignored.
+	IdentityProfile map[string]*identityRef `json:"identityProfile,omitempty"`
+}
+
+// identityRef is a UserAssignedIdentity reference (the kubelet identity).
+type identityRef struct {
+	ResourceID string `json:"resourceId,omitempty"`
+	ClientID   string `json:"clientId,omitempty"`
+	ObjectID   string `json:"objectId,omitempty"`
 }
 
 type powerState struct {

@@ -22,6 +22,9 @@ const (
 	routePool
 	routeOperation
 	routeOperationResult
+	routeSubscriptionList
+	routeTenantList
+	routeMetadata
 )
 
 // route is a parsed request path: what is addressed and the operation name it is counted
@@ -79,6 +82,9 @@ var (
 	openIDOps      = map[string]string{http.MethodGet: "OpenIDConfiguration"}
 	discoveryOps   = map[string]string{http.MethodGet: "InstanceDiscovery"}
 	tokenOps       = map[string]string{http.MethodPost: "Token"}
+	subListOps     = map[string]string{http.MethodGet: "Subscriptions.List"}
+	tenantListOps  = map[string]string{http.MethodGet: "Tenants.List"}
+	metadataOps    = map[string]string{http.MethodGet: "MetadataEndpoints"}
 	providerPrefix = "microsoft.containerservice"
 )
 
@@ -111,6 +117,30 @@ func parseRoute(r *http.Request) *route {
 	case n == 3 && eq(s[0], "common") && eq(s[1], "discovery") && eq(s[2], "instance"):
 		rt.kind = routeInstanceDiscovery
 		rt.methodOp(r.Method, discoveryOps)
+		return rt
+	// An ADFS-style authority (https://host/adfs): MSAL does no instance discovery for it and
+	// the tenant is not in the path (as on Azure Stack Hub).
+	case n == 3 && eq(s[0], adfsTenant) && eq(s[1], ".well-known") && eq(s[2], "openid-configuration"):
+		rt.kind, rt.tenant = routeOpenIDConfig, adfsTenant
+		rt.methodOp(r.Method, openIDOps)
+		return rt
+	case n == 3 && eq(s[0], adfsTenant) && eq(s[1], "oauth2") && eq(s[2], "token"):
+		rt.kind, rt.tenant = routeToken, adfsTenant
+		rt.methodOp(r.Method, tokenOps)
+		return rt
+	// ARM's own listings, which az login calls after getting a token.
+	case n == 1 && eq(s[0], "subscriptions"):
+		rt.kind = routeSubscriptionList
+		rt.methodOp(r.Method, subListOps)
+		return rt
+	case n == 1 && eq(s[0], "tenants"):
+		rt.kind = routeTenantList
+		rt.methodOp(r.Method, tenantListOps)
+		return rt
+	// The cloud's endpoints, unauthenticated, as az cloud register reads them.
+	case n == 2 && eq(s[0], "metadata") && eq(s[1], "endpoints"):
+		rt.kind = routeMetadata
+		rt.methodOp(r.Method, metadataOps)
 		return rt
 	}
 

@@ -318,6 +318,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case routeToken:
 		s.handleToken(w, r, rt)
 		return
+	case routeMetadata:
+		handleMetadata(w, r)
+		return
 	}
 
 	tok, ok := s.authorize(w, r, rt)
@@ -334,6 +337,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch rt.kind {
+	case routeSubscriptionList:
+		s.handleListSubscriptions(w, tok)
+	case routeTenantList:
+		s.handleListTenants(w, tok)
 	case routeClusterList, routeClusterListRG:
 		s.handleListClusters(w, r, rt)
 	case routeCluster:

@@ -210,6 +210,14 @@ func (c *cluster) render() managedCluster {
 	for i, p := range c.pools {
 		props.AgentPoolProfiles[i] = agentPoolProfile{Name: p.name, poolProperties: p.render()}
 	}
+	props.IdentityProfile = nil
+	if mc.Identity != nil && !strings.EqualFold(mc.Identity.Type, "None") {
+		// AKS creates the kubelet's user-assigned identity in the node resource group.
+		id := "/subscriptions/" + c.sub + "/resourcegroups/" + props.NodeResourceGroup +
+			"/providers/Microsoft.ManagedIdentity/userAssignedIdentities/" + mc.Name + "-agentpool"
+		props.IdentityProfile = map[string]*identityRef{"kubeletidentity": {
+			ResourceID: id, ClientID: uuidFrom("client/" + strings.ToLower(id)), ObjectID: uuidFrom("object/" + strings.ToLower(id))}}
+	}
 	mc.Properties = &props
 	mc.ETag = c.etag
 	mc.ID = c.id()
