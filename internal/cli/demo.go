@@ -22,6 +22,7 @@ func demoServer(cmd *cobra.Command, opts *server.Options, hosted *hostedOptions,
 		return nil, usageErrorf("--demo runs on its own embedded control plane: drop --kubeconfig, --context and --embedded=false")
 	}
 	opts.Embedded = true
+	opts.UnsafeNoFsync = true // the demo's state is deleted on exit
 	if !f.Changed("data-dir") {
 		opts.DataDir = filepath.Join(os.TempDir(), "drover-demo")
 	}

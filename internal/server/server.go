@@ -80,6 +80,9 @@ type Options struct {
 	// plane publishes its own URL and CA unless they are set.
 	APIServerURL string
 	APIServerCA  []byte
+	// UnsafeNoFsync makes the embedded control plane's etcd skip fsync: faster, for state that
+	// is thrown away (drover server --demo deletes its data dir on exit).
+	UnsafeNoFsync bool
 }
 
 // Scheme returns the scheme with every type drover's controllers use.
@@ -125,6 +128,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		fmt.Fprintf(out, "Starting the embedded control plane in %s\n", opts.DataDir)
 		cp, err = controlplane.Start(ctx, controlplane.Options{
 			BinDir: opts.BinDir, DataDir: opts.DataDir, APIServerPort: opts.APIServerPort, ControllerManager: true,
+			UnsafeNoFsync: opts.UnsafeNoFsync,
 		})
 		if err == nil {
 			defer func() {
