@@ -64,10 +64,13 @@ type Demo struct {
 	starting    int                   // downstream clusters started (results sent or to come)
 	clusters    []*downstream         // downstream clusters received from downstreams (for Stop)
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	agents  sync.WaitGroup
-	stopped bool
+	// startCtx ends with Stop: it aborts the downstream clusters still starting.
+	startCtx context.Context
+	endStart context.CancelFunc
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	agents   sync.WaitGroup
+	stopped  bool
 }
 
 // PrepareDataDir checks that dir may hold a demo (absent, empty, or a previous demo's) and
@@ -106,6 +109,7 @@ func Start(o Options) (*Demo, error) {
 		o.Out = io.Discard
 	}
 	d := &Demo{o: o, start: time.Now(), downstreams: make(chan downstreamResult, len(downstreamNames))}
+	d.startCtx, d.endStart = context.WithCancel(context.Background())
 	if err := PrepareDataDir(o.DataDir); err != nil {
 		return d, err
 	}
@@ -113,13 +117,10 @@ func Start(o Options) (*Demo, error) {
 	if d.sims, err = startSims(o.SimDelay); err != nil {
 		return d, err
 	}
-	fmt.Fprintf(o.Out, "Demo: cloud simulators in this process: EKS %s, AKS %s, GKE %s\n", d.sims.eksURL, d.sims.aks.URL(), d.sims.gkeURL)
-	fmt.Fprintf(o.Out, "Demo: starting downstream clusters %s (kube-apiserver, controller-manager, scheduler, kwok) in %s\n",
-		strings.Join(downstreamNames, ", "), filepath.Join(o.DataDir, "demo"))
 	d.starting = len(downstreamNames)
 	for _, name := range downstreamNames {
 		go func() {
-			ds, err := startDownstream(o.BinDir, filepath.Join(o.DataDir, "demo", name), name)
+			ds, err := startDownstream(d.startCtx, o.BinDir, filepath.Join(o.DataDir, "demo", name), name)
 			d.downstreams <- downstreamResult{ds, err}
 		}()
 	}
@@ -140,6 +141,9 @@ func (d *Demo) Setup(mgr ctrl.Manager) error {
 		}
 		d.cancel = cancel
 		d.mu.Unlock()
+		fmt.Fprintf(d.o.Out, "Demo: cloud simulators in this process: EKS %s, AKS %s, GKE %s\n", d.sims.eksURL, d.sims.aks.URL(), d.sims.gkeURL)
+		fmt.Fprintf(d.o.Out, "Demo: downstream clusters %s (kube-apiserver, controller-manager, scheduler, kwok) in %s\n",
+			strings.Join(downstreamNames, ", "), filepath.Join(d.o.DataDir, "demo"))
 		if err := d.run(ctx, mgr.GetConfig()); err != nil && ctx.Err() == nil {
 			return fmt.Errorf("demo: %w", err)
 		}
@@ -152,6 +156,9 @@ func (d *Demo) Setup(mgr ctrl.Manager) error {
 func (d *Demo) Stop() {
 	d.mu.Lock()
 	d.stopped = true
+	if d.endStart != nil {
+		d.endStart()
+	}
 	if d.cancel != nil {
 		d.cancel()
 	}
@@ -269,8 +276,8 @@ type downstreamResult struct {
 	err error
 }
 
-func startDownstream(binDir, dir, name string) (*downstream, error) {
-	cp, err := controlplane.Start(context.Background(), controlplane.Options{
+func startDownstream(ctx context.Context, binDir, dir, name string) (*downstream, error) {
+	cp, err := controlplane.Start(ctx, controlplane.Options{
 		BinDir: binDir, DataDir: dir, ControllerManager: true, Scheduler: true, Kwok: true, UnsafeNoFsync: true,
 	})
 	if err != nil {

@@ -75,6 +75,9 @@ func TestDemo(t *testing.T) {
 		return nil
 	})
 	out := s.out.String()
+	if first, _, _ := strings.Cut(out, "\n"); first != "Using an embedded control plane in "+dataDir+" (--demo)" {
+		t.Errorf("first line %q, want the cluster drover runs on", first)
+	}
 	for _, want := range []string{"export KUBECONFIG=" + kubeconfig, "drover cluster list -n demo", "curl -s http://" + metricsAddr + "/metrics", "deletes " + dataDir} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the demo's output does not say %q:\n%s", want, out)
