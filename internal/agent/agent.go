@@ -201,7 +201,8 @@ func (a *agent) work(ctx context.Context, cred *register.Credential) error {
 		return fmt.Errorf("agent manager: %w", err)
 	}
 	if err := (&deployer.Reconciler{Upstream: mgr.GetClient(), ContentReader: mgr.GetAPIReader(), Downstream: a.down,
-		RecordNamespace: a.o.Namespace, DeploymentNamespace: cred.DeploymentNamespace, DriftInterval: a.o.DriftInterval}).SetupWithManager(mgr); err != nil {
+		RecordNamespace: a.o.Namespace, DeploymentNamespace: cred.DeploymentNamespace, DriftInterval: a.o.DriftInterval,
+		DownstreamConfig: a.o.Config}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	errs := make(chan error, 4)

@@ -66,9 +66,17 @@ func Disconnected(c *fleetv1alpha1.Cluster) bool {
 	return cond != nil && cond.Reason == fleetv1alpha1.ReasonAgentDisconnected
 }
 
-// ContentName is the name of the BundleContent of resources: "s-" + hex sha256 of their JSON.
-func ContentName(resources []runtime.RawExtension) (name, sum string, err error) {
-	b, err := json.Marshal(resources)
+// ContentName is the name of the BundleContent of resources: "s-" + hex sha256 of their JSON;
+// with a Helm chart, of the JSON of resources and helm.
+func ContentName(resources []runtime.RawExtension, helm *fleetv1alpha1.BundleHelm) (name, sum string, err error) {
+	var v any = resources
+	if helm != nil {
+		v = struct {
+			Resources []runtime.RawExtension    `json:"resources"`
+			Helm      *fleetv1alpha1.BundleHelm `json:"helm"`
+		}{resources, helm}
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		return "", "", fmt.Errorf("encode resources: %w", err)
 	}

@@ -470,7 +470,7 @@ func (r *Reconciler) eachPtr(items []fleetv1alpha1.BundleDeployment) []*fleetv1a
 // ensureContent stores the Bundle's resources as a BundleContent named by their hash. The
 // existence check reads metadata only (cached), so contents are never held in memory here.
 func (r *Reconciler) ensureContent(ctx context.Context, b *fleetv1alpha1.Bundle) (string, error) {
-	name, sum, err := ContentName(b.Spec.Resources)
+	name, sum, err := ContentName(b.Spec.Resources, b.Spec.Helm)
 	if err != nil {
 		return "", reconcile.TerminalError(err)
 	}
@@ -482,7 +482,7 @@ func (r *Reconciler) ensureContent(ctx context.Context, b *fleetv1alpha1.Bundle)
 	}
 	bc := &fleetv1alpha1.BundleContent{
 		ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: name, Labels: map[string]string{fleetv1alpha1.ManagedLabel: "true"}},
-		SHA256:     sum, Manifests: b.Spec.Resources,
+		SHA256:     sum, Manifests: b.Spec.Resources, Helm: b.Spec.Helm,
 	}
 	if err := r.Client.Create(ctx, bc, client.FieldOwner(FieldOwner)); client.IgnoreAlreadyExists(err) != nil {
 		return "", fmt.Errorf("create content %s: %w", name, err)

@@ -53,8 +53,12 @@ type checkout struct {
 	// files holds the contents of every *.yaml, *.yml and *.json file by slash path.
 	files map[string][]byte
 	// other holds every other file, only when the commit has a Kustomization (which may
-	// read any file, e.g. for a configMapGenerator).
+	// read any file, e.g. for a configMapGenerator) or a Helm chart (templates/_helpers.tpl,
+	// NOTES.txt, .helmignore, files/...).
 	other map[string][]byte
+	// charts caches the charts downloaded from Helm repositories for this commit, by
+	// repository, name and version asked for.
+	charts map[string]repoChart
 	// dirs holds every directory of the tree ("." for the root).
 	dirs []string
 }
@@ -285,7 +289,7 @@ func read(commit *object.Commit) (*checkout, error) {
 	defer walker.Close()
 	var others []object.TreeEntry
 	var otherNames []string
-	kustomize := false
+	needAll := false // a Kustomization or a Helm chart: keep every file
 	load := func(name string, entry *object.TreeEntry) ([]byte, error) {
 		f, err := tree.TreeEntryFile(entry)
 		if err != nil {
@@ -315,7 +319,7 @@ func read(commit *object.Commit) (*checkout, error) {
 				co.dirs = append(co.dirs, name)
 			}
 		case filemode.Regular, filemode.Executable:
-			kustomize = kustomize || isKustomization(path.Base(name))
+			needAll = needAll || isKustomization(path.Base(name)) || path.Base(name) == chartFile
 			if !isManifestFile(name) && path.Base(name) != "Kustomization" {
 				others, otherNames = append(others, entry), append(otherNames, name)
 				continue
@@ -327,7 +331,7 @@ func read(commit *object.Commit) (*checkout, error) {
 			co.files[name] = data
 		}
 	}
-	if kustomize {
+	if needAll {
 		co.other = map[string][]byte{}
 		for i := range others {
 			data, err := load(otherNames[i], &others[i])

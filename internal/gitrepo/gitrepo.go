@@ -286,7 +286,7 @@ func (r *Reconciler) fetchAndRender(ctx context.Context, gr *fleetv1alpha1.GitRe
 		}
 		st.co, st.source = co, source
 	}
-	out, err := render(st.co, gr)
+	out, err := render(ctx, st.co, gr)
 	if err != nil {
 		var se *syncError
 		if errors.As(err, &se) {

@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -36,6 +37,8 @@ type Config struct {
 	CorrectDrift   bool `json:"correctDrift,omitempty"`
 	ForceConflicts bool `json:"forceConflicts,omitempty"`
 	KeepResources  bool `json:"keepResources,omitempty"`
+	// Helm deploys a chart as a Helm release (see HelmConfig).
+	Helm *HelmConfig `json:"helm,omitempty"`
 }
 
 // rendered is the Bundle content of one path.
@@ -94,7 +97,7 @@ func under(f, dir string) bool {
 // render turns every matching path of co into a Bundle spec for gr. A path's files are the
 // manifests below it, except those in hidden directories and in deeper matching paths (which are
 // Bundles of their own). Directories without any manifest are skipped.
-func render(co *checkout, gr *fleetv1alpha1.GitRepo) ([]rendered, error) {
+func render(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo) ([]rendered, error) {
 	paths, err := matchPaths(co, gr.Spec.Paths)
 	if err != nil {
 		return nil, err
@@ -126,7 +129,7 @@ func render(co *checkout, gr *fleetv1alpha1.GitRepo) ([]rendered, error) {
 		if len(own) == 0 {
 			continue
 		}
-		r, err := renderPath(co, gr, p, own)
+		r, err := renderPath(ctx, co, gr, p, own)
 		if err != nil {
 			return nil, err
 		}
@@ -144,11 +147,11 @@ func render(co *checkout, gr *fleetv1alpha1.GitRepo) ([]rendered, error) {
 
 // renderPath renders one path from its files (sorted slash paths below it). It returns nil for
 // a path with only a drover.yaml and no manifests.
-func renderPath(co *checkout, gr *fleetv1alpha1.GitRepo, p string, files []string) (*rendered, error) {
+func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p string, files []string) (*rendered, error) {
 	rel := func(f string) string { return strings.TrimPrefix(f, p+"/") }
 	var cfg Config
 	var manifests []string
-	kustomization := ""
+	kustomization, cfgFile, chart := "", "", false
 	for _, f := range files {
 		switch rel(f) {
 		case ConfigFile:
@@ -156,17 +159,32 @@ func renderPath(co *checkout, gr *fleetv1alpha1.GitRepo, p string, files []strin
 			if err != nil {
 				return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, f, err.Error())
 			}
-			cfg = *c
+			cfg, cfgFile = *c, f
 			continue
-		case "Chart.yaml":
-			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: Helm charts are not supported yet; render the chart to manifests or point spec.paths elsewhere", p, f)
+		case chartFile:
+			chart = true
 		case "kustomization.yaml", "kustomization.yml", "Kustomization":
 			kustomization = f
 		}
-		if b := path.Base(f); b == ConfigFile || b == "Chart.yaml" || isKustomization(b) {
+		if b := path.Base(f); b == ConfigFile || b == chartFile || isKustomization(b) {
 			continue // settings of a path that does not match spec.paths, or a Kustomize base
 		}
 		manifests = append(manifests, f)
+	}
+	if chart || cfg.Helm != nil {
+		// A Helm chart (the path's own, or named by drover.yaml): the Bundle is its release.
+		h, err := renderHelm(ctx, co, gr, p, cfgFile, &cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &rendered{name: BundleName(gr.Name, p), path: p, spec: fleetv1alpha1.BundleSpec{
+			Helm:             h,
+			DefaultNamespace: cfg.DefaultNamespace,
+			Targets:          gr.Spec.Targets,
+			CorrectDrift:     cfg.CorrectDrift,
+			ForceConflicts:   cfg.ForceConflicts,
+			KeepResources:    cfg.KeepResources,
+		}}, nil
 	}
 	var resources []runtime.RawExtension
 	if kustomization != "" {

@@ -70,7 +70,7 @@ func TestRender(t *testing.T) {
 	})
 	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"},
 		Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"apps/*"}, Targets: []fleetv1alpha1.BundleTarget{{ClusterName: "c"}}}}
-	out, err := render(co, gr)
+	out, err := render(t.Context(), co, gr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestRender(t *testing.T) {
 
 	// The root and a deeper path: files belong to the deepest matching path.
 	gr.Spec.Paths = []string{".", "apps/a"}
-	out, err = render(co, gr)
+	out, err = render(t.Context(), co, gr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,13 +110,25 @@ func TestRenderErrorsNameTheFile(t *testing.T) {
 		{"unknown drover.yaml key", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "defaultNamespce: x\n"}, []string{"app/drover.yaml", `"defaultNamespce"`}},
 		{"invalid defaultNamespace", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "defaultNamespace: Not_A_Name\n"}, []string{"app/drover.yaml", "defaultNamespace", "Not_A_Name"}},
 		{"wrong type", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "correctDrift: [yes]\n"}, []string{"app/drover.yaml", "correctDrift"}},
-		{"Helm chart", map[string]string{"app/Chart.yaml": "name: x\n"}, []string{"app/Chart.yaml", "Helm"}},
+		{"invalid Chart.yaml", map[string]string{"app/Chart.yaml": "name: x\n"}, []string{"path app", "app/Chart.yaml", "version is required"}},
+		{"chart template fails", withFiles(chartFiles("app"), map[string]string{"app/templates/bad.yaml": "{{ .Values.nope.deeper }}\n"}),
+			[]string{"path app", "app/templates/bad.yaml", "does not render"}},
+		{"helm key typo", withFiles(chartFiles("app"), map[string]string{"app/drover.yaml": "helm:\n  valueFiles: [x.yaml]\n"}),
+			[]string{"app/drover.yaml", `"valueFiles"`}},
+		{"values file missing", withFiles(chartFiles("app"), map[string]string{"app/drover.yaml": "helm:\n  valuesFiles: [prod.yaml]\n"}),
+			[]string{"app/drover.yaml", "helm.valuesFiles", "app/prod.yaml"}},
+		{"chart dir without Chart.yaml", map[string]string{"app/drover.yaml": "helm:\n  chart: ../charts/web\n"},
+			[]string{"app/drover.yaml", "helm.chart", "charts/web"}},
+		{"OCI", map[string]string{"app/drover.yaml": "helm:\n  chart: oci://registry.example.com/web\n"}, []string{"app/drover.yaml", "OCI"}},
+		{"repo without chart", map[string]string{"app/drover.yaml": "helm:\n  repo: https://charts.example.com\n"}, []string{"app/drover.yaml", "helm.repo needs helm.chart"}},
+		{"bad release name", withFiles(chartFiles("app"), map[string]string{"app/drover.yaml": "helm:\n  releaseName: Web_1\n"}),
+			[]string{"app/drover.yaml", "helm.releaseName", "Web_1"}},
 		{"Kustomize error", map[string]string{"app/kustomization.yaml": "resources: [missing.yaml]\n"}, []string{"path app", "app/kustomization.yaml", "missing.yaml"}},
 		{"remote base", map[string]string{"app/kustomization.yaml": "resources: [https://example.com/x.yaml]\n"}, []string{"app/kustomization.yaml", "remote", "https://example.com/x.yaml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"app"}}}
-			_, err := render(testCheckout(tc.files), gr)
+			_, err := render(t.Context(), testCheckout(tc.files), gr)
 			var se *syncError
 			if !errors.As(err, &se) || se.reason != fleetv1alpha1.ReasonRenderFailed {
 				t.Fatalf("got %v, want a RenderFailed error", err)
@@ -153,7 +165,7 @@ func TestRenderKustomize(t *testing.T) {
 		"overlays/prod/ignored.yaml":        "not: a resource of the kustomization",
 	})
 	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"overlays/*"}}}
-	out, err := render(co, gr)
+	out, err := render(t.Context(), co, gr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,5 +184,78 @@ func TestRenderKustomize(t *testing.T) {
 	}
 	if len(out[0].spec.Resources) != 2 {
 		t.Errorf("%d resources, want 2 (the base ConfigMap and the generated one)", len(out[0].spec.Resources))
+	}
+}
+
+// chartFiles is a small chart in dir: a ConfigMap "<release>-web" with data.color from the
+// values (default blue) and data.size from values.size.
+func chartFiles(dir string) map[string]string {
+	return map[string]string{
+		dir + "/Chart.yaml":             "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		dir + "/values.yaml":            "color: blue\nsize: 1\n",
+		dir + "/templates/_helpers.tpl": `{{- define "web.name" -}}{{ .Release.Name }}-web{{- end -}}` + "\n",
+		dir + "/templates/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"web.name\" . }}\ndata:\n  color: {{ .Values.color | quote }}\n  size: {{ .Values.size | quote }}\n",
+	}
+}
+
+func withFiles(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// TestRenderHelm: a path with a Chart.yaml becomes a Bundle whose spec.helm holds the packaged
+// chart, the merged values (valuesFiles in order, then values) and the release name; rendering
+// the same commit twice gives the same spec (no rewrite of an unchanged chart).
+func TestRenderHelm(t *testing.T) {
+	files := withFiles(chartFiles("apps/web"), map[string]string{
+		"apps/web/drover.yaml": "defaultNamespace: web\nhelm:\n  releaseName: frontend\n  valuesFiles: [prod.yaml, ../shared.yaml]\n  values:\n    size: 3\n",
+		"apps/web/prod.yaml":   "color: green\nsize: 2\nextra: {a: 1}\n",
+		"apps/shared.yaml":     "extra: {b: 2}\n",
+		"apps/web/README.md":   "docs\n",
+	})
+	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"apps/*"}}}
+	out, err := render(t.Context(), testCheckout(files), gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || out[0].spec.Helm == nil || len(out[0].spec.Resources) != 0 {
+		t.Fatalf("rendered %+v, want one Helm Bundle", out)
+	}
+	h := out[0].spec.Helm
+	if h.ReleaseName != "frontend" || out[0].spec.DefaultNamespace != "web" {
+		t.Errorf("release %q namespace %q", h.ReleaseName, out[0].spec.DefaultNamespace)
+	}
+	if got := string(h.Values.Raw); got != `{"color":"green","extra":{"a":1,"b":2},"size":3}` {
+		t.Errorf("values %s", got)
+	}
+	again, err := render(t.Context(), testCheckout(files), gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if specHash(&again[0].spec) != specHash(&out[0].spec) {
+		t.Error("the same commit rendered twice gives another Bundle spec")
+	}
+}
+
+// TestRenderHelmHidesSecretValues: a chart whose template fails quoting a password value is
+// RenderFailed naming the template, without the password.
+func TestRenderHelmHidesSecretValues(t *testing.T) {
+	files := withFiles(chartFiles("app"), map[string]string{
+		"app/templates/check.yaml": `{{ if ne .Values.db.password "ok" }}{{ fail (printf "password %s rejected" .Values.db.password) }}{{ end }}` + "\n",
+		"app/drover.yaml":          "helm:\n  values:\n    db:\n      password: hunter2-very-secret\n",
+	})
+	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"app"}}}
+	_, err := render(t.Context(), testCheckout(files), gr)
+	if err == nil || !strings.Contains(err.Error(), "app/templates/check.yaml") || !strings.Contains(err.Error(), "(redacted) rejected") {
+		t.Fatalf("error %v, want RenderFailed naming app/templates/check.yaml with the password redacted", err)
+	}
+	if strings.Contains(err.Error(), "hunter2-very-secret") {
+		t.Errorf("the password is in the message: %v", err)
 	}
 }

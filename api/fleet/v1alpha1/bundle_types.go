@@ -30,7 +30,30 @@ type BundleRollout struct {
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
+// BundleHelm makes a Bundle a Helm release: each targeted cluster's agent installs the chart
+// with the values as release ReleaseName in the Bundle's defaultNamespace (created if missing),
+// and upgrades it when the chart or values change, with Helm's Go SDK, so `helm list` and
+// `helm history` downstream show it.
+type BundleHelm struct {
+	// Chart is the packaged chart (a .tgz archive, as `helm package` writes it).
+	// +kubebuilder:validation:MinLength=1
+	Chart []byte `json:"chart"`
+	// ReleaseName is the Helm release's name (default: the Bundle's name, cut to 53
+	// characters with a hash of the whole name).
+	// +kubebuilder:validation:MaxLength=53
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	ReleaseName string `json:"releaseName,omitempty"`
+	// Values override the chart's values.yaml (helm install --values). They may hold secrets:
+	// drover never copies them into status, events or logs.
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Values *runtime.RawExtension `json:"values,omitempty"`
+}
+
 // BundleSpec is a set of manifests and the clusters they go to.
+// +kubebuilder:validation:XValidation:rule="!has(self.helm) || !has(self.resources) || size(self.resources) == 0",message="a Bundle has either resources or helm, not both"
 type BundleSpec struct {
 	// Resources are the Kubernetes objects to deploy. They are stored once, in a BundleContent
 	// named after their sha256, which every BundleDeployment of the Bundle references.
@@ -38,7 +61,12 @@ type BundleSpec struct {
 	// +listType=atomic
 	// +optional
 	Resources []runtime.RawExtension `json:"resources,omitempty"`
-	// DefaultNamespace is used for namespaced resources without a namespace (default "default").
+	// Helm, instead of Resources, deploys a Helm chart as a Helm release. Chart and values are
+	// stored in the BundleContent like resources.
+	// +optional
+	Helm *BundleHelm `json:"helm,omitempty"`
+	// DefaultNamespace is used for namespaced resources without a namespace, and is the
+	// namespace of a Helm release (default "default").
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	DefaultNamespace string `json:"defaultNamespace,omitempty"`
@@ -155,22 +183,26 @@ type BundleList struct {
 	Items           []Bundle `json:"items"`
 }
 
-// BundleContent is the immutable, content-addressed manifests of a Bundle version, stored once
-// in the workspace namespace and referenced by every BundleDeployment of that version. Its name
-// is "s-" + the hex sha256 of the JSON-encoded manifests.
+// BundleContent is the immutable, content-addressed manifests (or Helm chart and values) of a
+// Bundle version, stored once in the workspace namespace and referenced by every
+// BundleDeployment of that version. Its name is "s-" + the hex sha256 of the JSON-encoded
+// manifests (with Helm: of the JSON of manifests and helm).
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:categories=drover
 type BundleContent struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// SHA256 is the hex sha256 of the JSON-encoded manifests.
+	// SHA256 is the hex sha256 of the JSON-encoded manifests (and helm, when set).
 	SHA256 string `json:"sha256"`
 	// Manifests are the Kubernetes objects.
 	// +kubebuilder:validation:MaxItems=1000
 	// +listType=atomic
 	// +optional
 	Manifests []runtime.RawExtension `json:"manifests,omitempty"`
+	// Helm is the chart and values of a Helm Bundle.
+	// +optional
+	Helm *BundleHelm `json:"helm,omitempty"`
 }
 
 // BundleContentList is a list of BundleContents.

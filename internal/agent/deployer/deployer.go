@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,9 +88,12 @@ type Reconciler struct {
 	DeploymentNamespace string
 	// DriftInterval is how often applied resources are compared with the manifests (default 30s).
 	DriftInterval time.Duration
+	// DownstreamConfig is the downstream cluster for Helm's SDK, which installs the releases of
+	// Helm Bundles (nil: such BundleDeployments fail).
+	DownstreamConfig *rest.Config
 
 	mu      sync.Mutex
-	content map[string][]runtime.RawExtension
+	content map[string]*fleetv1alpha1.BundleContent
 }
 
 // SetupWithManager registers the controller on the agent's upstream manager.
@@ -135,7 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("deploymentID", bd.Spec.DeploymentID)
 	before := bd.DeepCopy()
-	objs, err := r.objects(ctx, bd)
+	objs, helm, err := r.objects(ctx, bd)
 	if err != nil {
 		bd.Status.Ready = false
 		setCond(bd, fleetv1alpha1.ConditionApplied, false, fleetv1alpha1.ReasonApplyFailed, err.Error())
@@ -145,6 +149,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		// Usually the content's read permission is not in place yet: it follows shortly.
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	if helm != nil {
+		return r.reconcileHelm(ctx, bd, before, helm)
 	}
 	if bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID && meta.IsStatusConditionTrue(bd.Status.Conditions, fleetv1alpha1.ConditionApplied) {
 		return r.checkDrift(ctx, bd, before, objs)
@@ -184,10 +191,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// the downstream record (or, without one, the status the agent wrote), so only objects the
 	// agent applied are ever deleted.
 	if failed == nil && len(unknown) == 0 && bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
-		old, _, err := r.readRecord(ctx, client.ObjectKeyFromObject(bd))
+		old, oldRecord, err := r.readRecord(ctx, client.ObjectKeyFromObject(bd))
+		wasHelm := err == nil && oldRecord != nil && oldRecord.Data[recordKeyHelm] != ""
+		if wasHelm {
+			// It was a Helm release: uninstalling it removes what it made.
+			err, old = r.helmUninstall(ctx, oldRecord.Data[recordKeyHelm]), nil
+		}
 		if err != nil {
 			failed = err
-		} else if old == nil {
+		} else if old == nil && !wasHelm {
 			for _, s := range bd.Status.Resources {
 				if s.State != StateFailed {
 					old = append(old, s)
@@ -212,7 +224,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if failed == nil && len(unknown) == 0 {
-		failed = r.writeRecord(ctx, bd, states)
+		failed = r.writeRecord(ctx, bd, states, "")
 	}
 
 	bd.Status.Resources = states
@@ -288,31 +300,34 @@ func (r *Reconciler) patchStatus(ctx context.Context, bd, before *fleetv1alpha1.
 	return nil
 }
 
-// objects decodes the inline manifests and the referenced content, prepared for applying.
-func (r *Reconciler) objects(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) ([]*unstructured.Unstructured, error) {
+// objects decodes the inline manifests and the referenced content, prepared for applying, and
+// returns the content's Helm chart when it has one.
+func (r *Reconciler) objects(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) ([]*unstructured.Unstructured, *fleetv1alpha1.BundleHelm, error) {
 	raws := bd.Spec.Manifests
+	var helm *fleetv1alpha1.BundleHelm
 	if ref := bd.Spec.Content; ref != nil {
 		c, err := r.readContent(ctx, *ref)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		raws = append(append([]runtime.RawExtension{}, raws...), c...)
+		raws = append(append([]runtime.RawExtension{}, raws...), c.Manifests...)
+		helm = c.Helm
 	}
 	out := make([]*unstructured.Unstructured, 0, len(raws))
 	for i, raw := range raws {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(raw.Raw); err != nil {
-			return nil, fmt.Errorf("manifest %d: %w", i, err)
+			return nil, nil, fmt.Errorf("manifest %d: %w", i, err)
 		}
 		annotate(bd, u)
 		out = append(out, u)
 	}
-	return out, nil
+	return out, helm, nil
 }
 
 // readContent gets a BundleContent. Contents are immutable (named by their hash), so they are
 // kept in memory.
-func (r *Reconciler) readContent(ctx context.Context, ref fleetv1alpha1.ContentReference) ([]runtime.RawExtension, error) {
+func (r *Reconciler) readContent(ctx context.Context, ref fleetv1alpha1.ContentReference) (*fleetv1alpha1.BundleContent, error) {
 	id := ref.Namespace + "/" + ref.Name
 	r.mu.Lock()
 	c, ok := r.content[id]
@@ -326,11 +341,11 @@ func (r *Reconciler) readContent(ctx context.Context, ref fleetv1alpha1.ContentR
 	}
 	r.mu.Lock()
 	if r.content == nil || len(r.content) >= contentCacheEntries {
-		r.content = map[string][]runtime.RawExtension{}
+		r.content = map[string]*fleetv1alpha1.BundleContent{}
 	}
-	r.content[id] = bc.Manifests
+	r.content[id] = bc
 	r.mu.Unlock()
-	return bc.Manifests, nil
+	return bc, nil
 }
 
 // resolve sets the default namespace of a namespaced object. It needs the object's kind to be
@@ -616,7 +631,9 @@ func (r *Reconciler) readRecord(ctx context.Context, bd types.NamespacedName) ([
 	return res, cm, nil
 }
 
-func (r *Reconciler) writeRecord(ctx context.Context, bd *fleetv1alpha1.BundleDeployment, states []fleetv1alpha1.ResourceState) error {
+// writeRecord writes the record of bd: the resources it applied, and for a Helm
+// BundleDeployment its release ("<namespace>/<name>").
+func (r *Reconciler) writeRecord(ctx context.Context, bd *fleetv1alpha1.BundleDeployment, states []fleetv1alpha1.ResourceState, helmRelease string) error {
 	if r.RecordNamespace == "" {
 		return nil
 	}
@@ -634,10 +651,14 @@ func (r *Reconciler) writeRecord(ctx context.Context, bd *fleetv1alpha1.BundleDe
 	cm.SetNamespace(r.RecordNamespace)
 	cm.SetName(RecordName(client.ObjectKeyFromObject(bd)))
 	cm.SetLabels(map[string]string{RecordLabel: "true"})
-	_ = unstructured.SetNestedStringMap(cm.Object, map[string]string{
+	data := map[string]string{
 		recordKeyBD: bd.Namespace + "/" + bd.Name, recordKeyResources: string(b),
 		recordKeyKeep: fmt.Sprint(bd.Spec.Options.KeepResources),
-	}, "data")
+	}
+	if helmRelease != "" {
+		data[recordKeyHelm] = helmRelease
+	}
+	_ = unstructured.SetNestedStringMap(cm.Object, data, "data")
 	if err := r.Downstream.Apply(ctx, client.ApplyConfigurationFromUnstructured(cm), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("write record: %w", err)
 	}
@@ -651,7 +672,11 @@ func (r *Reconciler) forget(ctx context.Context, bd types.NamespacedName) error 
 	if err != nil || cm == nil {
 		return err
 	}
-	if cm.Data[recordKeyKeep] != "true" {
+	if rel := cm.Data[recordKeyHelm]; rel != "" && cm.Data[recordKeyKeep] != "true" {
+		if err := r.helmUninstall(ctx, rel); err != nil {
+			return err
+		}
+	} else if cm.Data[recordKeyKeep] != "true" {
 		ctrl.LoggerFrom(ctx).Info("BundleDeployment deleted: pruning what it applied", "resources", len(res))
 		var failed error
 		for _, s := range res {

@@ -1,0 +1,194 @@
+package gitrepo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent/deployer"
+	"github.com/droverhq/drover/internal/helmchart"
+)
+
+// chartFile marks a Helm chart's directory.
+const chartFile = "Chart.yaml"
+
+// HelmConfig is the helm key of a path's drover.yaml (Fleet's fleet.yaml keys of the same names).
+type HelmConfig struct {
+	// Chart is a chart directory relative to the path (default: the path itself, when it has a
+	// Chart.yaml), or with Repo the chart's name in that repository.
+	Chart string `json:"chart,omitempty"`
+	// Repo is the URL of an HTTP(S) Helm repository (its index.yaml) holding Chart.
+	Repo string `json:"repo,omitempty"`
+	// Version is the chart version in Repo: exact or a semver constraint (default: the latest
+	// stable one).
+	Version string `json:"version,omitempty"`
+	// ReleaseName is the Helm release's name (default: the Bundle's name).
+	ReleaseName string `json:"releaseName,omitempty"`
+	// Values override the chart's values, after ValuesFiles.
+	Values map[string]any `json:"values,omitempty"`
+	// ValuesFiles are YAML files relative to the path, merged in order over the chart's values.
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
+}
+
+// repoChart is a chart downloaded from a Helm repository.
+type repoChart struct {
+	archive []byte
+	version string
+}
+
+// helmHTTP downloads charts from Helm repositories (bounded also by the fetch's context).
+var helmHTTP = &http.Client{Timeout: time.Minute}
+
+// renderHelm makes the Helm part of path p's Bundle: the chart (the path's own, a directory of
+// the repository, or one downloaded from a Helm repository), the merged values and the release
+// name. It renders the chart as `helm template` would, so a chart that cannot render is a
+// RenderFailed naming its file, and the Bundles of the last good commit stay. cfgFile names the
+// drover.yaml ("" when there is none).
+func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p, cfgFile string, cfg *Config) (*fleetv1alpha1.BundleHelm, error) {
+	h := cfg.Helm
+	if h == nil {
+		h = &HelmConfig{}
+	}
+	where := cfgFile
+	if where == "" {
+		where = joinPath(p, chartFile)
+	}
+	fail := func(file, format string, args ...any) error {
+		return failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, file, fmt.Sprintf(format, args...))
+	}
+	var archive []byte
+	chartDir, source := "", ""
+	switch {
+	case strings.HasPrefix(h.Chart, "oci://") || strings.HasPrefix(h.Repo, "oci://"):
+		return nil, fail(where, "helm.chart: OCI registries are not supported yet; use an HTTP(S) Helm repository (helm.repo) or put the chart in the repository")
+	case h.Repo != "":
+		if h.Chart == "" {
+			return nil, fail(where, "helm.repo needs helm.chart, the chart's name in the repository")
+		}
+		if !strings.HasPrefix(h.Repo, "https://") && !strings.HasPrefix(h.Repo, "http://") {
+			return nil, fail(where, "helm.repo %q: only http:// and https:// Helm repositories are supported", h.Repo)
+		}
+		key := h.Repo + "\x00" + h.Chart + "\x00" + h.Version
+		rc, ok := co.charts[key]
+		if !ok {
+			a, v, err := helmchart.FromRepo(ctx, helmHTTP, h.Repo, h.Chart, h.Version)
+			if err != nil {
+				return nil, fail(where, "helm.chart %s from helm.repo: %s", h.Chart, err.Error())
+			}
+			rc = repoChart{archive: a, version: v}
+			if co.charts == nil {
+				co.charts = map[string]repoChart{}
+			}
+			co.charts[key] = rc
+		}
+		archive, source = rc.archive, fmt.Sprintf("chart %s %s from %s", h.Chart, rc.version, h.Repo)
+	default:
+		chartDir = p
+		if h.Chart != "" {
+			chartDir = cleanPath(path.Join(p, h.Chart))
+			if strings.HasPrefix(chartDir, "../") || chartDir == ".." {
+				return nil, fail(where, "helm.chart %q is outside the repository", h.Chart)
+			}
+		}
+		files := filesUnder(co, chartDir)
+		if _, ok := files[chartFile]; !ok {
+			return nil, fail(where, "helm.chart: no %s in %s", chartFile, chartDir)
+		}
+		var err error
+		if archive, err = helmchart.Package(files); err != nil {
+			return nil, fail(joinPath(chartDir, chartFile), "%s", err.Error())
+		}
+	}
+	values := map[string]any{}
+	for _, vf := range h.ValuesFiles {
+		f := cleanPath(path.Join(p, vf))
+		data, ok := co.files[f]
+		if !ok {
+			return nil, fail(where, "helm.valuesFiles: %s not found", f)
+		}
+		var v map[string]any
+		if err := yaml.Unmarshal(data, &v); err != nil {
+			return nil, fail(f, "not a YAML map of values: %s", err.Error())
+		}
+		values = mergeValues(values, v)
+	}
+	values = mergeValues(values, h.Values)
+	release := h.ReleaseName
+	if release == "" {
+		release = helmchart.ReleaseName(BundleName(gr.Name, p))
+	} else if err := helmchart.ValidReleaseName(release); err != nil {
+		return nil, fail(where, "helm.releaseName: %s", err.Error())
+	}
+	ns := cfg.DefaultNamespace
+	if ns == "" {
+		ns = "default"
+	}
+	if _, err := helmchart.Render(ctx, archive, values, release, ns); err != nil {
+		// Helm's message may quote values (a template's fail): hide the sensitive ones.
+		msg := helmchart.Redact(err.Error(), values, deployer.Sensitive)
+		file := where
+		var re *helmchart.RenderError
+		if errors.As(err, &re) && re.File != "" {
+			if chartDir != "" {
+				file = joinPath(chartDir, re.File)
+			} else {
+				file = source + ": " + re.File
+			}
+		} else if source != "" {
+			file = source
+		}
+		return nil, fail(file, "the chart does not render: %s", msg)
+	}
+	out := &fleetv1alpha1.BundleHelm{Chart: archive, ReleaseName: release}
+	if len(values) > 0 {
+		raw, err := json.Marshal(values)
+		if err != nil {
+			return nil, fail(where, "helm values: %s", err.Error())
+		}
+		out.Values = &runtime.RawExtension{Raw: raw}
+	}
+	return out, nil
+}
+
+// filesUnder returns every file of the commit below dir, by path relative to dir.
+func filesUnder(co *checkout, dir string) map[string][]byte {
+	out := map[string][]byte{}
+	for _, m := range []map[string][]byte{co.files, co.other} {
+		for f, data := range m {
+			if under(f, dir) {
+				out[strings.TrimPrefix(f, dir+"/")] = data
+			}
+		}
+	}
+	return out
+}
+
+func joinPath(dir, f string) string {
+	if dir == "." {
+		return f
+	}
+	return dir + "/" + f
+}
+
+// mergeValues merges src over dst, maps key by key (as helm -f a.yaml -f b.yaml does).
+func mergeValues(dst, src map[string]any) map[string]any {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				dst[k] = mergeValues(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+	return dst
+}
