@@ -33,7 +33,7 @@ import (
 	migrationcontroller "github.com/droverhq/drover/internal/migration/controller"
 	"github.com/droverhq/drover/internal/registration"
 	"github.com/droverhq/drover/internal/server"
-	"github.com/droverhq/drover/test/distsim"
+	"github.com/droverhq/drover/pkg/distsim"
 	"github.com/droverhq/drover/test/envtest"
 )
 
@@ -97,7 +97,7 @@ func run(m *testing.M) int {
 func setup(ctx context.Context) error {
 	root := envtest.RepoRoot()
 	if _, err := crenvtest.InstallCRDs(cluster.Config, crenvtest.CRDInstallOptions{Paths: []string{
-		filepath.Join(root, "internal", "migration", "integration_test", "testdata", "provisioning-crd.yaml"),
+		filepath.Join(root, "pkg", "distsim", "provisioning-crd.yaml"),
 	}, ErrorIfPathMissing: true}); err != nil {
 		return fmt.Errorf("install the provisioning CRD: %w", err)
 	}

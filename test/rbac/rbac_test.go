@@ -35,7 +35,7 @@ import (
 	"github.com/droverhq/drover/internal/migration/checks"
 	"github.com/droverhq/drover/internal/migration/rke2"
 	sim "github.com/droverhq/drover/pkg/cloudsim/eks"
-	"github.com/droverhq/drover/test/distsim"
+	"github.com/droverhq/drover/pkg/distsim"
 	"github.com/droverhq/drover/test/envtest"
 )
 
@@ -207,7 +207,7 @@ func testRegistrationAndBundle(t *testing.T) {
 	})
 }
 
-// The simulated downstream cluster of testMigration (test/distsim): its nodes, the namespace
+// The simulated downstream cluster of testMigration (pkg/distsim): its nodes, the namespace
 // standing in for its kube-system, and its kube-controller-manager's user. The server's
 // migration controller is configured with them (controllers).
 const (

@@ -28,7 +28,7 @@ import (
 	"github.com/droverhq/drover/internal/migration"
 	"github.com/droverhq/drover/internal/migration/controller"
 	"github.com/droverhq/drover/internal/server"
-	"github.com/droverhq/drover/test/distsim"
+	"github.com/droverhq/drover/pkg/distsim"
 )
 
 // controllerRun is one manager running the migration Reconciler for one test namespace.

@@ -29,7 +29,7 @@ import (
 	"github.com/droverhq/drover/internal/migration/checks"
 	"github.com/droverhq/drover/internal/migration/rke1"
 	"github.com/droverhq/drover/internal/migration/rke2"
-	"github.com/droverhq/drover/test/distsim"
+	"github.com/droverhq/drover/pkg/distsim"
 	"github.com/droverhq/drover/test/envtest"
 )
 
@@ -52,7 +52,7 @@ func run(m *testing.M) int {
 	ctrl.SetLogger(logr.Discard())
 	if _, err := crenvtest.InstallCRDs(full.Config, crenvtest.CRDInstallOptions{Paths: []string{
 		filepath.Join(envtest.RepoRoot(), "config", "crd", "bases", "migration.drover.io_cloudprovidermigrations.yaml"),
-		"testdata/provisioning-crd.yaml",
+		filepath.Join(envtest.RepoRoot(), "pkg", "distsim", "provisioning-crd.yaml"),
 	}, ErrorIfPathMissing: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

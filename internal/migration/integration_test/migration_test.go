@@ -15,7 +15,7 @@ import (
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 	"github.com/droverhq/drover/internal/migration"
 	"github.com/droverhq/drover/internal/migration/rke2"
-	"github.com/droverhq/drover/test/distsim"
+	"github.com/droverhq/drover/pkg/distsim"
 )
 
 func TestMigrateEndToEnd(t *testing.T) {

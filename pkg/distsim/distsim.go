@@ -3,10 +3,14 @@
 // and Helm commands for RKE1) the way the distribution would as far as the migration can see:
 // kube-controller-manager mirror pods and their flags, the migration and CCM Leases, the CCM
 // DaemonSet rendered from the chart values, and nodes. It can misbehave on purpose.
+//
+// The migration tests use it, and so does drover server --demo, whose downstream clusters play
+// RKE2 clusters on AWS with it: it is a simulator (like pkg/cloudsim), not a distribution.
 package distsim
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"slices"
@@ -14,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,9 +56,19 @@ const (
 // ClusterLabel labels every node and Service of one simulated cluster.
 const ClusterLabel = "distsim.drover.io/cluster"
 
+// ProvisioningCRD is a minimal stand-in for Rancher's provisioning.cattle.io/v1 Cluster CRD
+// (YAML), for clusters without Rancher that hold RKE2 provisioning Clusters.
+//
+//go:embed provisioning-crd.yaml
+var ProvisioningCRD []byte
+
 // Options configures a simulated cluster.
 type Options struct {
+	// Client is the simulated cluster: its nodes, control-plane pods, Leases and Services.
 	Client client.Client
+	// Management holds the RKE2 provisioning Cluster (Provisioning), as Rancher's cluster
+	// would; default Client (one cluster playing both).
+	Management client.Client
 	// Name tells simulated clusters apart (label value, node-name octet).
 	Name string
 	// Octet is the second IP octet in node names; distinct per cluster.
@@ -66,6 +81,11 @@ type Options struct {
 	// ControlPlanes and Workers are node counts.
 	ControlPlanes, Workers int
 	Misbehave              Misbehaviour
+	// Interval is how often Run looks at the configuration and renews the Leases (default
+	// 50 ms; Leases are renewed at most once a second).
+	Interval time.Duration
+	// Log receives Run's errors (default: standard error).
+	Log logr.Logger
 }
 
 // Sim is one simulated distribution.
@@ -89,7 +109,15 @@ type config struct {
 }
 
 // New returns a simulator; call Setup, then Run.
-func New(o Options) *Sim { return &Sim{o: o} }
+func New(o Options) *Sim {
+	if o.Management == nil {
+		o.Management = o.Client
+	}
+	if o.Interval <= 0 {
+		o.Interval = 50 * time.Millisecond
+	}
+	return &Sim{o: o}
+}
 
 // Selector selects this cluster's nodes and Services.
 func (s *Sim) Selector() string { return ClusterLabel + "=" + s.o.Name }
@@ -163,12 +191,12 @@ func (s *Sim) createNode(ctx context.Context, name string, labels map[string]str
 // Run reconciles until ctx ends: for RKE2 it applies new Cluster generations; for both it
 // renews the Leases the running components would hold.
 func (s *Sim) Run(ctx context.Context) {
-	t := time.NewTicker(50 * time.Millisecond)
+	t := time.NewTicker(s.o.Interval)
 	defer t.Stop()
 	for {
 		if s.o.RKE2 {
 			if err := s.syncProvisioning(ctx); err != nil && ctx.Err() == nil {
-				fmt.Fprintf(os.Stderr, "distsim %s: %v\n", s.o.Name, err)
+				s.logError(err, "sync provisioning Cluster")
 			}
 		}
 		s.mu.Lock()
@@ -176,11 +204,11 @@ func (s *Sim) Run(ctx context.Context) {
 		s.mu.Unlock()
 		if s.o.RKE2 { // the kubelet keeps mirror pods present, whoever deleted them
 			if err := s.mirrorPods(ctx, st); err != nil && ctx.Err() == nil {
-				fmt.Fprintf(os.Stderr, "distsim %s: mirror pods: %v\n", s.o.Name, err)
+				s.logError(err, "mirror pods")
 			}
 		}
 		if err := s.renewLeases(ctx, st); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(os.Stderr, "distsim %s: renew leases: %v\n", s.o.Name, err)
+			s.logError(err, "renew leases")
 		}
 		select {
 		case <-ctx.Done():
@@ -190,10 +218,18 @@ func (s *Sim) Run(ctx context.Context) {
 	}
 }
 
+func (s *Sim) logError(err error, what string) {
+	if s.o.Log.GetSink() != nil {
+		s.o.Log.Error(err, "Simulated distribution: "+what, "cluster", s.o.Name)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "distsim %s: %s: %v\n", s.o.Name, what, err)
+}
+
 func (s *Sim) syncProvisioning(ctx context.Context) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(rke2.ClusterGVK)
-	if err := s.o.Client.Get(ctx, s.o.Provisioning, u); err != nil {
+	if err := s.o.Management.Get(ctx, s.o.Provisioning, u); err != nil {
 		return err
 	}
 	if u.GetGeneration() == s.applied {
@@ -213,7 +249,7 @@ func (s *Sim) syncProvisioning(ctx context.Context) error {
 	s.applied = u.GetGeneration()
 	_ = unstructured.SetNestedField(u.Object, u.GetGeneration(), "status", "observedGeneration")
 	_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Ready", "status": "True"}}, "status", "conditions")
-	return s.o.Client.Status().Update(ctx, u)
+	return s.o.Management.Status().Update(ctx, u)
 }
 
 func parseRKE2(doc []byte) (config, error) {
@@ -542,11 +578,11 @@ func (s *Sim) kubectlApply(ctx context.Context, path string) error {
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(rke2.ClusterGVK)
-	if err := s.o.Client.Get(ctx, client.ObjectKey{Namespace: in.GetNamespace(), Name: in.GetName()}, u); err != nil {
+	if err := s.o.Management.Get(ctx, client.ObjectKey{Namespace: in.GetNamespace(), Name: in.GetName()}, u); err != nil {
 		return err
 	}
 	u.Object["spec"] = in.Object["spec"]
-	return s.o.Client.Update(ctx, u)
+	return s.o.Management.Update(ctx, u)
 }
 
 func flagValue(argv []string, name string) string {
