@@ -61,6 +61,10 @@ type Options struct {
 	Namespaces []string
 	// SessionTTL is how long a viewer's checked identity is remembered (default 30 s).
 	SessionTTL time.Duration
+	// ListMaxAge is how old a viewer's cached list may get before it is listed again with their
+	// credential (default 1 min); it is never served past twice that, which bounds how long
+	// rights taken away still show.
+	ListMaxAge time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -73,6 +77,7 @@ type Handler struct {
 	mapper meta.RESTMapper
 	mux    *http.ServeMux
 	pages  map[string]*pageTemplate
+	cache  *viewCache
 
 	// sessions remembers, by the sha256 of a token, who it is (never the token itself).
 	mu       sync.Mutex
@@ -98,9 +103,16 @@ func New(opts Options) (*Handler, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	h := &Handler{opts: opts, scheme: newScheme(), mapper: newMapper(), sessions: map[string]session{}}
+	if opts.ListMaxAge == 0 {
+		opts.ListMaxAge = time.Minute
+	}
+	h := &Handler{opts: opts, scheme: newScheme(), mapper: newMapper(), sessions: map[string]session{},
+		cache: newViewCache(opts.ListMaxAge, opts.Now, ctrl.Log.WithName("dashboard"))}
 	if opts.APIServer != nil {
 		h.base = rest.AnonymousClientConfig(opts.APIServer)
+		// The dashboard runs next to the API server: compressing a list of a thousand objects
+		// costs both sides more CPU than the bytes it saves.
+		h.base.DisableCompression = true
 	} else {
 		h.base = rest.CopyConfig(opts.Local)
 	}

@@ -61,7 +61,7 @@ var patchRule = rbacv1.PolicyRule{APIGroups: []string{"management.drover.io"}, R
 
 // clusterViewer returns the token of a ServiceAccount in ns that may read the dashboard's kinds
 // (and list namespaces) in every namespace, plus extra rules.
-func clusterViewer(t *testing.T, ns, name string, extra ...rbacv1.PolicyRule) string {
+func clusterViewer(t testing.TB, ns, name string, extra ...rbacv1.PolicyRule) string {
 	t.Helper()
 	ctx := t.Context()
 	rules := append(append([]rbacv1.PolicyRule{}, readRules...), rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list"}})
@@ -80,7 +80,7 @@ func clusterViewer(t *testing.T, ns, name string, extra ...rbacv1.PolicyRule) st
 
 // namespaceViewer returns the token of a ServiceAccount that may read the dashboard's kinds in
 // the namespace readable only (no cluster-wide right at all), plus extra rules there.
-func namespaceViewer(t *testing.T, saNS, name, readable string, extra ...rbacv1.PolicyRule) string {
+func namespaceViewer(t testing.TB, saNS, name, readable string, extra ...rbacv1.PolicyRule) string {
 	t.Helper()
 	ctx := t.Context()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: readable, Name: name}, Rules: append(append([]rbacv1.PolicyRule{}, readRules...), extra...)}
@@ -95,7 +95,7 @@ func namespaceViewer(t *testing.T, saNS, name, readable string, extra ...rbacv1.
 	return token(t, saNS, name)
 }
 
-func token(t *testing.T, ns, name string) string {
+func token(t testing.TB, ns, name string) string {
 	t.Helper()
 	cfg, err := mgmt.ServiceAccountConfig(t.Context(), ns, name)
 	if err != nil {

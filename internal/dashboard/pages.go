@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,13 +80,17 @@ func (h *Handler) page(f pageFunc) http.Handler {
 			return
 		}
 		l := &layoutData{Mode: h.mode(), User: v.user, CSRF: v.csrfToken(), Path: r.URL.Path}
-		s, err := newScope(r, v)
+		s, err := h.newScope(r, v)
 		if err != nil {
 			h.errorPage(w, r, l, http.StatusBadRequest, err)
 			return
 		}
 		l.Namespace = s.namespace
+		start := time.Now()
 		name, data, err := f(r.Context(), r, v, s, l)
+		// Server-Timing shows, in the browser's developer tools, how long the page's reads
+		// (through the API server) took; render adds the template's time.
+		w.Header().Set("Server-Timing", fmt.Sprintf("read;dur=%.1f", float64(time.Since(start).Microseconds())/1000))
 		var nf errNotFound
 		switch {
 		case errors.Is(err, errUnauthorized):
@@ -163,24 +167,24 @@ var phaseOrder = []string{"active", "creating", "importing", "updating", "deleti
 func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
 	l.Title, l.Nav = "Overview", "overview"
 	d := &overviewData{Phases: phaseOrder}
-	hostedClusters, hi, err := listHosted(ctx, s)
-	if err != nil {
-		return "", nil, err
-	}
-	fleetClusters, fi, err := listFleet(ctx, s)
-	if err != nil {
-		return "", nil, err
-	}
-	bundles, bi, err := listBundles(ctx, s)
-	if err != nil {
-		return "", nil, err
-	}
-	migrations, mi, err := listMigrations(ctx, s)
-	if err != nil {
-		return "", nil, err
-	}
-	events, ei, err := listScoped(ctx, s, "Warning events", func() *corev1.EventList { return &corev1.EventList{} },
-		func(l *corev1.EventList) []corev1.Event { return l.Items }, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("type", corev1.EventTypeWarning)})
+	var (
+		hostedClusters     []managementv1alpha1.Cluster
+		fleetClusters      []fleetv1alpha1.Cluster
+		bundles            []fleetv1alpha1.Bundle
+		migrations         []migrationv1alpha1.CloudProviderMigration
+		events             []corev1.Event
+		hi, fi, bi, mi, ei listInfo
+	)
+	err := together(
+		func() (err error) { hostedClusters, hi, err = listHosted(ctx, s); return err },
+		func() (err error) { fleetClusters, fi, err = listFleet(ctx, s); return err },
+		func() (err error) { bundles, bi, err = listBundles(ctx, s); return err },
+		func() (err error) { migrations, mi, err = listMigrations(ctx, s); return err },
+		func() (err error) {
+			events, ei, err = listScoped[corev1.Event](ctx, s, "events", "Warning events", "type="+corev1.EventTypeWarning)
+			return err
+		},
+	)
 	if err != nil {
 		return "", nil, err
 	}
@@ -259,8 +263,7 @@ type hostedRow struct {
 }
 
 func listHosted(ctx context.Context, s *scope) ([]managementv1alpha1.Cluster, listInfo, error) {
-	return listScoped(ctx, s, "hosted clusters", func() *managementv1alpha1.ClusterList { return &managementv1alpha1.ClusterList{} },
-		func(l *managementv1alpha1.ClusterList) []managementv1alpha1.Cluster { return l.Items })
+	return listScoped[managementv1alpha1.Cluster](ctx, s, "hosted", "hosted clusters", "")
 }
 
 func (h *Handler) hostedList(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
@@ -320,26 +323,23 @@ func (h *Handler) hostedCluster(ctx context.Context, r *http.Request, v *viewer,
 		return "", nil, errNotFound{"namespace " + ns}
 	}
 	l.Title, l.Nav = "Hosted cluster "+ns+"/"+name, "hosted"
-	c := &managementv1alpha1.Cluster{}
-	if err := v.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, c); err != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-			return "", nil, errNotFound{fmt.Sprintf("hosted cluster %s/%s", ns, name)}
-		case apierrors.IsForbidden(err):
-			return "", nil, errNotFound{fmt.Sprintf("hosted cluster %s/%s (you may not read it)", ns, name)}
-		case apierrors.IsUnauthorized(err):
-			return "", nil, errUnauthorized
-		}
-		return "", nil, fmt.Errorf("get hosted cluster %s/%s: %w", ns, name, err)
+	one := &scope{namespace: ns, viewer: v, cache: s.cache}
+	found, ci, err := listScoped[managementv1alpha1.Cluster](ctx, one, "hosted", "the hosted cluster", "metadata.name="+name)
+	switch {
+	case err != nil:
+		return "", nil, err
+	case len(ci.Denied) > 0:
+		return "", nil, errNotFound{fmt.Sprintf("hosted cluster %s/%s (you may not read it)", ns, name)}
+	case len(found) == 0:
+		return "", nil, errNotFound{fmt.Sprintf("hosted cluster %s/%s", ns, name)}
 	}
-	events, ei, err := listScoped(ctx, &scope{namespace: ns, viewer: v}, "events of the cluster", func() *corev1.EventList { return &corev1.EventList{} },
-		func(l *corev1.EventList) []corev1.Event { return l.Items }, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("involvedObject.uid", string(c.UID))})
+	c := &found[0]
+	events, ei, err := listScoped[corev1.Event](ctx, one, "events", "events of the cluster", "involvedObject.uid="+string(c.UID))
 	if err != nil {
 		return "", nil, err
 	}
 	l.Lists = []listInfo{ei}
-	h.setWatch(l, watchSpec{Kind: "hosted", Namespaces: []string{ns}, RV: c.ResourceVersion, Field: "metadata.name=" + name},
-		watchOf("events", ei, "involvedObject.uid="+string(c.UID)))
+	h.setWatch(l, watchOf("hosted", ci, "metadata.name="+name), watchOf("events", ei, "involvedObject.uid="+string(c.UID)))
 	d := &hostedClusterData{Cluster: c, Provider: providerName(c), Location: location(c), Version: version(c), Policy: string(c.Spec.SyncPolicy),
 		Imported: imported(c), Conditions: c.Status.Conditions, LastRefresh: ago(h.opts.Now(), c.Status.LastRefreshTime),
 		Refreshed:   r.URL.Query().Get("refreshed") != "",
@@ -424,52 +424,62 @@ type fleetRow struct {
 }
 
 func listFleet(ctx context.Context, s *scope) ([]fleetv1alpha1.Cluster, listInfo, error) {
-	return listScoped(ctx, s, "fleet clusters", func() *fleetv1alpha1.ClusterList { return &fleetv1alpha1.ClusterList{} },
-		func(l *fleetv1alpha1.ClusterList) []fleetv1alpha1.Cluster { return l.Items })
+	return listScoped[fleetv1alpha1.Cluster](ctx, s, "fleet", "fleet clusters", "")
 }
 
 func listBundles(ctx context.Context, s *scope) ([]fleetv1alpha1.Bundle, listInfo, error) {
-	return listScoped(ctx, s, "Bundles", func() *fleetv1alpha1.BundleList { return &fleetv1alpha1.BundleList{} },
-		func(l *fleetv1alpha1.BundleList) []fleetv1alpha1.Bundle { return l.Items })
+	return listScoped[fleetv1alpha1.Bundle](ctx, s, "bundles", "Bundles", "")
 }
 
 // listDeployments lists BundleDeployments. They live in each cluster's own namespace, so a
 // namespace selection does not narrow them (the matrix keeps the clusters shown), and where
 // they cannot be listed cluster-wide they are looked for in the shown clusters' namespaces.
-func listDeployments(ctx context.Context, s *scope, clusters []fleetv1alpha1.Cluster) ([]fleetv1alpha1.BundleDeployment, listInfo, error) {
-	all := &scope{viewer: s.viewer, fixed: []string{}}
-	for i := range clusters {
-		all.fixed = append(all.fixed, clusters[i].Status.Namespace)
+func listDeployments(ctx context.Context, s *scope, clusters func() []fleetv1alpha1.Cluster) ([]fleetv1alpha1.BundleDeployment, listInfo, error) {
+	all := &scope{viewer: s.viewer, cache: s.cache, fixed: func() []string {
+		var out []string
+		for _, c := range clusters() {
+			out = append(out, c.Status.Namespace)
+		}
+		return out
+	}}
+	return listScoped[fleetv1alpha1.BundleDeployment](ctx, all, "bundledeployments", "BundleDeployments", "")
+}
+
+// fleetReads lists the fleet clusters, Bundles and BundleDeployments at once.
+func fleetReads(ctx context.Context, s *scope) (clusters []fleetv1alpha1.Cluster, bundles []fleetv1alpha1.Bundle, bds []fleetv1alpha1.BundleDeployment,
+	fi, bi, di listInfo, err error) {
+	listed := make(chan struct{})
+	err = together(
+		func() (err error) {
+			defer close(listed)
+			clusters, fi, err = listFleet(ctx, s)
+			return err
+		},
+		func() (err error) { bundles, bi, err = listBundles(ctx, s); return err },
+		func() (err error) {
+			bds, di, err = listDeployments(ctx, s, func() []fleetv1alpha1.Cluster { <-listed; return clusters })
+			return err
+		},
+	)
+	return clusters, bundles, bds, fi, bi, di, err
+}
+
+// together runs a page's reads at once and returns the first error.
+func together(reads ...func() error) error {
+	var g errgroup.Group
+	for _, r := range reads {
+		g.Go(r)
 	}
-	return listScoped(ctx, all, "BundleDeployments", func() *fleetv1alpha1.BundleDeploymentList { return &fleetv1alpha1.BundleDeploymentList{} },
-		func(l *fleetv1alpha1.BundleDeploymentList) []fleetv1alpha1.BundleDeployment {
-			for i := range l.Items {
-				// Manifests can be large and are never shown.
-				l.Items[i].Spec.Manifests = nil
-			}
-			return l.Items
-		})
+	return g.Wait()
 }
 
 func listMigrations(ctx context.Context, s *scope) ([]migrationv1alpha1.CloudProviderMigration, listInfo, error) {
-	return listScoped(ctx, s, "migrations", func() *migrationv1alpha1.CloudProviderMigrationList {
-		return &migrationv1alpha1.CloudProviderMigrationList{}
-	}, func(l *migrationv1alpha1.CloudProviderMigrationList) []migrationv1alpha1.CloudProviderMigration {
-		return l.Items
-	})
+	return listScoped[migrationv1alpha1.CloudProviderMigration](ctx, s, "migrations", "migrations", "")
 }
 
 func (h *Handler) fleetList(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
 	l.Title, l.Nav = "Fleet clusters", "fleet"
-	clusters, fi, err := listFleet(ctx, s)
-	if err != nil {
-		return "", nil, err
-	}
-	bundles, bi, err := listBundles(ctx, s)
-	if err != nil {
-		return "", nil, err
-	}
-	bds, di, err := listDeployments(ctx, s, clusters)
+	clusters, bundles, bds, fi, bi, di, err := fleetReads(ctx, s)
 	if err != nil {
 		return "", nil, err
 	}
@@ -657,15 +667,7 @@ type matrixRow struct {
 
 func (h *Handler) bundles(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
 	l.Title, l.Nav = "Bundles", "bundles"
-	clusters, fi, err := listFleet(ctx, s)
-	if err != nil {
-		return "", nil, err
-	}
-	bundles, bi, err := listBundles(ctx, s)
-	if err != nil {
-		return "", nil, err
-	}
-	bds, di, err := listDeployments(ctx, s, clusters)
+	clusters, bundles, bds, fi, bi, di, err := fleetReads(ctx, s)
 	if err != nil {
 		return "", nil, err
 	}

@@ -1,15 +1,22 @@
 package dashboard_test
 
 import (
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/dashboard"
 	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/test/envtest"
 )
 
 func eksCluster(ns, name string) *managementv1alpha1.Cluster {
@@ -117,5 +124,37 @@ func TestTwoViewers(t *testing.T) {
 			t.Fatal("refresh now did not set the refresh annotation")
 		}
 		mustContain(t, operator.page("/hosted/"+nsA+"/alpha?refreshed=1"), `id="refresh-requested"`)
+	})
+}
+
+// TestRevokedRights: the dashboard keeps a viewer's lists current with the viewer's own watches;
+// once their rights are taken away, the next lists (at most twice ListMaxAge later) are refused
+// and the page stops showing the objects.
+func TestRevokedRights(t *testing.T) {
+	t.Parallel()
+	ns := mgmt.Namespace(t)
+	createAll(t, eksCluster(ns, "visible"))
+	h, err := dashboard.New(dashboard.Options{APIServer: mgmt.Config, ListMaxAge: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	b := newBrowser(t, srv)
+	b.signIn(clusterViewer(t, ns, "leaver"), "")
+	mustContain(t, b.page("/hosted?namespace="+ns), `data-cluster="`+ns+`/visible"`)
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-leaver"}}
+	if err := mgmt.Client.Delete(t.Context(), binding); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 30*time.Second, func() error {
+		page := b.page("/hosted?namespace=" + ns)
+		if strings.Contains(page, `data-cluster="`+ns+`/visible"`) {
+			return errors.New("the cluster still shows after the viewer's rights were taken away")
+		}
+		if !strings.Contains(page, "You may not list hosted clusters in namespace "+ns) {
+			return errors.New("no notice that the list is refused")
+		}
+		return nil
 	})
 }

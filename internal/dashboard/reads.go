@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,20 +27,21 @@ const maxFallbackNamespaces = 100
 type scope struct {
 	namespace string
 	viewer    *viewer
-	// fixed, when not nil, are the fallback namespaces instead of the viewer's.
-	fixed []string
+	cache     *viewCache
+	// fixed, when set, gives the fallback namespaces instead of the viewer's.
+	fixed func() []string
 
 	once       sync.Once
 	namespaces []string
 	nsErr      error
 }
 
-func newScope(r *http.Request, v *viewer) (*scope, error) {
+func (h *Handler) newScope(r *http.Request, v *viewer) (*scope, error) {
 	ns := r.URL.Query().Get("namespace")
 	if ns != "" && !validNamespace(ns) {
 		return nil, fmt.Errorf("%q is not a namespace name", ns)
 	}
-	return &scope{namespace: ns, viewer: v}, nil
+	return &scope{namespace: ns, viewer: v, cache: h.cache}, nil
 }
 
 func validNamespace(ns string) bool { return len(validation.IsDNS1123Label(ns)) == 0 }
@@ -50,7 +50,7 @@ func validNamespace(ns string) bool { return len(validation.IsDNS1123Label(ns)) 
 func (s *scope) fallback(ctx context.Context) ([]string, error) {
 	s.once.Do(func() {
 		if s.fixed != nil {
-			s.namespaces = dedupe(s.fixed)
+			s.namespaces = dedupe(s.fixed())
 			if len(s.namespaces) > maxFallbackNamespaces {
 				s.namespaces = s.namespaces[:maxFallbackNamespaces]
 			}
@@ -88,9 +88,9 @@ type listInfo struct {
 	Namespaces []string
 	// Denied are the namespaces the viewer may not list the kind in ("" = all namespaces).
 	Denied []string
-	// RV is the list's resourceVersion: the page's watch starts there, so no change made after
-	// the page was read is missed.
-	RV string
+	// RVs are the resourceVersions the lists were read at (one per namespace listed, or one for
+	// all): the page's event stream reports any change since, so none is missed.
+	RVs []string
 }
 
 // Restricted: the page does not show what the viewer asked for (every namespace's objects,
@@ -105,18 +105,29 @@ func (l listInfo) Restricted() bool {
 // errUnauthorized: the API server no longer accepts the viewer's credential.
 var errUnauthorized = errors.New("credential not accepted")
 
-// listScoped lists a kind within the scope. Forbidden lists are recorded in the info, not
-// returned as errors.
-func listScoped[T any, L client.ObjectList](ctx context.Context, s *scope, what string, newList func() L, items func(L) []T, opts ...client.ListOption) ([]T, listInfo, error) {
+// listScoped lists a kind (a watchKinds name) within the scope, from the viewer's cache.
+// Forbidden lists are recorded in the info, not returned as errors.
+func listScoped[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, s *scope, kind, what, field string) ([]T, listInfo, error) {
 	info := listInfo{What: what}
-	c := s.viewer.client
 	one := func(ns string) ([]T, string, error) {
-		l := newList()
-		o := append([]client.ListOption{client.InNamespace(ns)}, opts...)
-		if err := c.List(ctx, l, o...); err != nil {
+		e, err := s.cache.get(ctx, s.viewer, kind, ns, field)
+		if err != nil {
 			return nil, "", err
 		}
-		return items(l), l.GetResourceVersion(), nil
+		if e.forbidden {
+			return nil, "", errForbidden
+		}
+		objs, rv := e.snapshot()
+		out := make([]T, 0, len(objs))
+		for _, o := range objs {
+			if t, ok := o.(PT); ok {
+				out = append(out, *t)
+			}
+		}
+		return out, rv, nil
 	}
 	classify := func(err error) error {
 		if apierrors.IsUnauthorized(err) {
@@ -127,22 +138,22 @@ func listScoped[T any, L client.ObjectList](ctx context.Context, s *scope, what 
 	if s.namespace != "" {
 		info.Chosen = true
 		out, rv, err := one(s.namespace)
-		if apierrors.IsForbidden(err) {
+		if errors.Is(err, errForbidden) {
 			info.Denied = []string{s.namespace}
 			return nil, info, nil
 		}
 		if err != nil {
 			return nil, info, classify(err)
 		}
-		info.Namespaces, info.RV = []string{s.namespace}, rv
+		info.Namespaces, info.RVs = []string{s.namespace}, []string{rv}
 		return out, info, nil
 	}
 	out, rv, err := one("")
 	if err == nil {
-		info.All, info.RV = true, rv
+		info.All, info.RVs = true, []string{rv}
 		return out, info, nil
 	}
-	if !apierrors.IsForbidden(err) {
+	if !errors.Is(err, errForbidden) {
 		return nil, info, classify(err)
 	}
 	info.Denied = []string{""}
@@ -172,18 +183,21 @@ func listScoped[T any, L client.ObjectList](ctx context.Context, s *scope, what 
 	out = nil
 	for i, res := range results {
 		switch {
-		case apierrors.IsForbidden(res.err):
+		case errors.Is(res.err, errForbidden):
 			info.Denied = append(info.Denied, namespaces[i])
 		case res.err != nil:
 			return nil, info, classify(res.err)
 		default:
 			info.Namespaces = append(info.Namespaces, namespaces[i])
+			info.RVs = append(info.RVs, res.rv)
 			out = append(out, res.items...)
-			info.RV = minRV(info.RV, res.rv)
 		}
 	}
 	return out, info, nil
 }
+
+// errForbidden: the viewer may not list the kind there.
+var errForbidden = errors.New("forbidden")
 
 func dedupe(in []string) []string {
 	seen := map[string]bool{}
@@ -204,18 +218,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// minRV is the older of two list resourceVersions: a watch from it misses nothing either list
-// saw (at worst it reports a change twice).
-func minRV(a, b string) string {
-	if a == "" {
-		return b
-	}
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	if errA == nil && errB == nil && y < x {
-		return b
-	}
-	return a
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -77,12 +78,14 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		tmpl = "content"
 	}
 	var buf bytes.Buffer
+	start := time.Now()
 	if err := h.pages[name].t.ExecuteTemplate(&buf, tmpl, view{L: l, D: d}); err != nil {
 		ctrl.LoggerFrom(r.Context()).Error(err, "Render dashboard page", "page", name)
 		http.Error(w, "render: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Add("Server-Timing", fmt.Sprintf("render;dur=%.1f", float64(time.Since(start).Microseconds())/1000))
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }

@@ -11,14 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -36,14 +30,15 @@ var watchKinds = map[string]func() client.ObjectList{
 	"events":            func() client.ObjectList { return &corev1.EventList{} },
 }
 
-// watchSpec is one kind a page shows: where it was listed, from which resourceVersion, and an
-// optional field selector.
+// watchSpec is one kind a page shows: where it was listed, at which resourceVersions, with
+// which field selector.
 type watchSpec struct {
 	Kind string `json:"k"`
 	// Namespaces: nil is all namespaces.
 	Namespaces []string `json:"n,omitempty"`
-	RV         string   `json:"r,omitempty"`
-	Field      string   `json:"f,omitempty"`
+	// RVs are the resourceVersions the page read, one per namespace (one for all).
+	RVs   []string `json:"r,omitempty"`
+	Field string   `json:"f,omitempty"`
 }
 
 // watchOf is the watch of a kind listed as info says (none when nothing could be listed).
@@ -51,7 +46,7 @@ func watchOf(kind string, info listInfo, field string) watchSpec {
 	if !info.All && len(info.Namespaces) == 0 {
 		return watchSpec{}
 	}
-	w := watchSpec{Kind: kind, RV: info.RV, Field: field}
+	w := watchSpec{Kind: kind, RVs: info.RVs, Field: field}
 	if !info.All {
 		w.Namespaces = append([]string{}, info.Namespaces...)
 	}
@@ -73,7 +68,7 @@ func (h *Handler) setWatch(l *layoutData, all ...watchSpec) {
 	b, _ := json.Marshal(specs)
 	l.Watch = "/watch?s=" + base64.RawURLEncoding.EncodeToString(b)
 	for i := range specs {
-		specs[i].RV = ""
+		specs[i].RVs = nil
 	}
 	b, _ = json.Marshal(specs)
 	sum := sha256.Sum256(b)
@@ -90,8 +85,9 @@ const (
 )
 
 // watch streams Server-Sent Events to a page: "change" whenever an object the page shows
-// changed (watched with the viewer's identity, from the resourceVersion the page was read at),
-// so the page fetches its content again; "ready" once every watch is open.
+// changed since the page read it, so the page fetches its content again; "ready" once it
+// follows every list. The changes come from the viewer's cache entries, which a watch made with
+// the viewer's identity keeps current, so a page fetched after "change" already shows it.
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request, v *viewer) {
 	raw, err := base64.RawURLEncoding.DecodeString(r.URL.Query().Get("s"))
 	var specs []watchSpec
@@ -102,22 +98,33 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, v *viewer) {
 		http.Error(w, "bad watch request", http.StatusBadRequest)
 		return
 	}
+	type follow struct{ kind, ns, field, rv string }
+	var follows []follow
 	for _, s := range specs {
 		if watchKinds[s.Kind] == nil || len(s.Namespaces) > maxFallbackNamespaces {
 			http.Error(w, "bad watch request", http.StatusBadRequest)
 			return
-		}
-		for _, ns := range s.Namespaces {
-			if !validNamespace(ns) {
-				http.Error(w, "bad watch request", http.StatusBadRequest)
-				return
-			}
 		}
 		if s.Field != "" {
 			if _, err := fields.ParseSelector(s.Field); err != nil {
 				http.Error(w, "bad watch request", http.StatusBadRequest)
 				return
 			}
+		}
+		namespaces := s.Namespaces
+		if namespaces == nil {
+			namespaces = []string{""}
+		}
+		for i, ns := range namespaces {
+			if ns != "" && !validNamespace(ns) {
+				http.Error(w, "bad watch request", http.StatusBadRequest)
+				return
+			}
+			rv := ""
+			if i < len(s.RVs) {
+				rv = s.RVs[i]
+			}
+			follows = append(follows, follow{s.Kind, ns, s.Field, rv})
 		}
 	}
 	flusher, ok := w.(http.Flusher)
@@ -127,31 +134,22 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, v *viewer) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	log := ctrl.LoggerFrom(ctx).WithValues("user", v.user)
 
-	changes := make(chan string, 1)
-	notify := func(kind string) {
+	changes := make(chan struct{}, 1)
+	changed := func() {
 		select {
-		case changes <- kind:
+		case changes <- struct{}{}:
 		default:
 		}
 	}
+	opened := make(chan struct{}, len(follows))
 	var wg sync.WaitGroup
-	opened := make(chan struct{}, 64)
-	count := 0
-	for _, s := range specs {
-		namespaces := s.Namespaces
-		if namespaces == nil {
-			namespaces = []string{""}
-		}
-		for _, ns := range namespaces {
-			count++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				h.follow(ctx, v, s, ns, notify, opened, log.WithValues("kind", s.Kind, "namespace", ns))
-			}()
-		}
+	for _, f := range follows {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.followEntry(ctx, v, f.kind, f.ns, f.field, f.rv, changed, opened)
+		}()
 	}
 	defer wg.Wait()
 	defer cancel()
@@ -164,9 +162,8 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, v *viewer) {
 	fmt.Fprint(w, "retry: 3000\n\n")
 	flusher.Flush()
 
-	readyPending := count
+	readyPending := len(follows)
 	var lastSent time.Time
-	var pending *time.Timer
 	var fire <-chan time.Time
 	ping := time.NewTicker(keepAlive)
 	defer ping.Stop()
@@ -181,17 +178,16 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, v *viewer) {
 				flusher.Flush()
 			}
 		case <-changes:
-			if pending != nil {
+			if fire != nil {
 				continue
 			}
 			delay := changeDelay
 			if wait := time.Until(lastSent.Add(minChangeInterval)); wait > delay {
 				delay = wait
 			}
-			pending = time.NewTimer(delay)
-			fire = pending.C
+			fire = time.After(delay)
 		case <-fire:
-			pending, fire = nil, nil
+			fire = nil
 			lastSent = time.Now()
 			fmt.Fprint(w, "event: change\ndata: {}\n\n")
 			flusher.Flush()
@@ -202,10 +198,10 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, v *viewer) {
 	}
 }
 
-// follow watches one kind in one namespace ("" all) until ctx ends, re-opening the watch where
-// it left off when the API server closes it. It signals opened once, after the first watch
-// opened (or failed for good), and notify on every change.
-func (h *Handler) follow(ctx context.Context, v *viewer, s watchSpec, ns string, notify func(string), opened chan<- struct{}, log logr.Logger) {
+// followEntry follows one of the viewer's cache entries until ctx ends, calling changed on every
+// change after rv. When the entry ends (it grew too old and was listed again, or its watch
+// failed), it follows the fresh one. It signals opened once it follows (or cannot: forbidden).
+func (h *Handler) followEntry(ctx context.Context, v *viewer, kind, ns, field, rv string, changed func(), opened chan<- struct{}) {
 	signalled := false
 	signal := func() {
 		if !signalled {
@@ -214,70 +210,37 @@ func (h *Handler) follow(ctx context.Context, v *viewer, s watchSpec, ns string,
 		}
 	}
 	defer signal()
-	rv := s.RV
-	backoff := time.Second
 	for ctx.Err() == nil {
-		opts := &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, FieldSelector: s.Field}
-		if rv == "" {
-			// No starting point: start at the current state without replaying it as changes.
-			rv = currentRV(ctx, v, s, ns)
-			opts.ResourceVersion = rv
+		e, err := h.cache.get(ctx, v, kind, ns, field)
+		if err != nil || e.forbidden {
+			return // the page says what it could not list
 		}
-		wi, err := v.client.Watch(ctx, watchKinds[s.Kind](), client.InNamespace(ns), &client.ListOptions{Raw: opts})
-		if err != nil {
-			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || ctx.Err() != nil {
-				return // nothing this viewer may watch here; the page says so
-			}
-			log.V(1).Info("Watch failed; retrying", "error", err.Error())
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, 30*time.Second)
-			continue
+		ch, unsubscribe := e.subscribe()
+		if e.resourceVersion() != rv {
+			changed()
 		}
 		signal()
-		backoff = time.Second
-		rv = h.drain(ctx, wi, rv, notify, s.Kind)
-	}
-}
-
-// drain reads one watch until it ends and returns the resourceVersion to resume from ("" when
-// the start was too old: the page is told to refresh and the watch restarts at the present).
-func (h *Handler) drain(ctx context.Context, wi watch.Interface, rv string, notify func(string), kind string) string {
-	defer wi.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return rv
-		case ev, ok := <-wi.ResultChan():
-			if !ok {
-				return rv
-			}
-			switch ev.Type {
-			case watch.Error:
-				notify(kind)
-				return ""
-			case watch.Bookmark:
-				if m, err := meta.Accessor(ev.Object); err == nil {
-					rv = m.GetResourceVersion()
+		done := false
+		for !done {
+			select {
+			case <-ctx.Done():
+				unsubscribe()
+				return
+			case _, ok := <-ch:
+				if !ok {
+					done = true
+					break
 				}
-			default:
-				if m, err := meta.Accessor(ev.Object); err == nil {
-					rv = m.GetResourceVersion()
-				}
-				notify(kind)
+				changed()
 			}
 		}
+		unsubscribe()
+		rv = e.resourceVersion()
+		// Do not spin on an entry that ends at once (the API server refusing the watch).
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-}
-
-// currentRV is the present resourceVersion of a kind (a one-item list).
-func currentRV(ctx context.Context, v *viewer, s watchSpec, ns string) string {
-	l := watchKinds[s.Kind]()
-	if err := v.client.List(ctx, l, client.InNamespace(ns), client.Limit(1)); err != nil {
-		return ""
-	}
-	return l.GetResourceVersion()
 }
