@@ -75,6 +75,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("index BundleDeployments by bundle: %w", err)
 	}
+	if err := indexDependencies(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("bundle").
 		For(&fleetv1alpha1.Bundle{}).
@@ -86,6 +89,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetLabels()[BundleNamespaceLabel], Name: o.GetLabels()[BundleNameLabel]}}}
 		})).
+		// Bundles waiting for another (spec.dependsOn) look again when it or its
+		// BundleDeployments change.
+		Watches(&fleetv1alpha1.BundleDeployment{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOfDeployment)).
+		Watches(&fleetv1alpha1.Bundle{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOfBundle)).
 		Complete(r)
 }
 
@@ -279,6 +286,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
+	// Clusters on which a dependency is not ready get no new BundleDeployment and no update.
+	heldDeps, err := r.heldByDependencies(ctx, b, targeted)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	var create, update, remove []*fleetv1alpha1.BundleDeployment
 	var outdated []*fleetv1alpha1.BundleDeployment
 	have := map[string]bool{}
@@ -305,12 +317,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !readyAt(bd, bd.Spec.DeploymentID) {
 			unavailable++
 		}
-		if !current {
+		if !current && heldDeps[bd.Namespace] == "" {
 			outdated = append(outdated, bd)
 		}
 	}
 	for ns, c := range targeted {
-		if !have[ns] {
+		if !have[ns] && heldDeps[ns] == "" {
 			create = append(create, &fleetv1alpha1.BundleDeployment{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: b.Name, Labels: bdLabels(b, c)},
 				Spec:       *spec.DeepCopy(),
@@ -347,7 +359,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		update = append(update, bd)
 	}
 	if len(create)+len(update)+len(remove) > 0 {
-		log.Info("Syncing BundleDeployments", "create", len(create), "update", len(update), "delete", len(remove), "heldDisconnected", held)
+		log.Info("Syncing BundleDeployments", "create", len(create), "update", len(update), "delete", len(remove), "heldDisconnected", held, "heldDependencies", len(heldDeps))
 	}
 	err = errors.Join(
 		r.each(ctx, create, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
@@ -383,6 +395,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				"Rollout halted: %d clusters held at the previous version because %d clusters failed to apply this one and maxUnavailable is reached; "+
 					"fix the Bundle (see status.summary.nonReadyClusters) or raise rollout.maxUnavailable", len(outdated)-len(update), s.ErrApplied)})
 	}
+	holdStatus(b, heldDeps, targeted, have)
 	b.Status.Contents = []string{contentName}
 	for _, bd := range bds {
 		if ref := bd.Spec.Content; ref != nil && ref.Namespace == b.Namespace && !slices.Contains(b.Status.Contents, ref.Name) {

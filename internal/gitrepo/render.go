@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -39,6 +40,9 @@ type Config struct {
 	KeepResources  bool `json:"keepResources,omitempty"`
 	// Helm deploys a chart as a Helm release (see HelmConfig).
 	Helm *HelmConfig `json:"helm,omitempty"`
+	// DependsOn names the Bundles (by name, or by label selector) that must be ready on a
+	// cluster before this path's Bundle is deployed there (Bundle spec.dependsOn).
+	DependsOn []fleetv1alpha1.BundleDependency `json:"dependsOn,omitempty"`
 }
 
 // rendered is the Bundle content of one path.
@@ -184,6 +188,7 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 			CorrectDrift:     cfg.CorrectDrift,
 			ForceConflicts:   cfg.ForceConflicts,
 			KeepResources:    cfg.KeepResources,
+			DependsOn:        cfg.DependsOn,
 		}}, nil
 	}
 	var resources []runtime.RawExtension
@@ -217,6 +222,7 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 		CorrectDrift:     cfg.CorrectDrift,
 		ForceConflicts:   cfg.ForceConflicts,
 		KeepResources:    cfg.KeepResources,
+		DependsOn:        cfg.DependsOn,
 	}}, nil
 }
 
@@ -229,6 +235,23 @@ func parseConfig(data []byte) (*Config, error) {
 	if c.DefaultNamespace != "" {
 		if errs := validation.IsDNS1123Label(c.DefaultNamespace); len(errs) > 0 {
 			return nil, fmt.Errorf("defaultNamespace: %q is not a namespace name: %s", c.DefaultNamespace, strings.Join(errs, "; "))
+		}
+	}
+	if len(c.DependsOn) > 32 {
+		return nil, fmt.Errorf("dependsOn: %d entries, at most 32", len(c.DependsOn))
+	}
+	for i, d := range c.DependsOn {
+		switch {
+		case (d.Name == "") == (d.Selector == nil):
+			return nil, fmt.Errorf("dependsOn[%d]: set exactly one of name and selector", i)
+		case d.Name != "":
+			if errs := validation.IsDNS1123Subdomain(d.Name); len(errs) > 0 {
+				return nil, fmt.Errorf("dependsOn[%d].name: %q is not a Bundle name: %s", i, d.Name, strings.Join(errs, "; "))
+			}
+		default:
+			if _, err := metav1.LabelSelectorAsSelector(d.Selector); err != nil {
+				return nil, fmt.Errorf("dependsOn[%d].selector: %w", i, err)
+			}
 		}
 	}
 	return c, nil

@@ -119,6 +119,10 @@ func TestRenderErrorsNameTheFile(t *testing.T) {
 			[]string{"app/drover.yaml", "helm.valuesFiles", "app/prod.yaml"}},
 		{"chart dir without Chart.yaml", map[string]string{"app/drover.yaml": "helm:\n  chart: ../charts/web\n"},
 			[]string{"app/drover.yaml", "helm.chart", "charts/web"}},
+		{"dependsOn without name or selector", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "dependsOn:\n- {}\n"},
+			[]string{"app/drover.yaml", "dependsOn[0]", "exactly one of name and selector"}},
+		{"dependsOn bad name", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "dependsOn:\n- name: Not_A_Bundle\n"},
+			[]string{"app/drover.yaml", "dependsOn[0].name", "Not_A_Bundle"}},
 		{"OCI", map[string]string{"app/drover.yaml": "helm:\n  chart: oci://registry.example.com/web\n"}, []string{"app/drover.yaml", "OCI"}},
 		{"repo without chart", map[string]string{"app/drover.yaml": "helm:\n  repo: https://charts.example.com\n"}, []string{"app/drover.yaml", "helm.repo needs helm.chart"}},
 		{"bad release name", withFiles(chartFiles("app"), map[string]string{"app/drover.yaml": "helm:\n  releaseName: Web_1\n"}),
@@ -257,5 +261,26 @@ func TestRenderHelmHidesSecretValues(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "hunter2-very-secret") {
 		t.Errorf("the password is in the message: %v", err)
+	}
+}
+
+// TestRenderDependsOn: drover.yaml's dependsOn becomes the Bundle's spec.dependsOn.
+func TestRenderDependsOn(t *testing.T) {
+	files := map[string]string{
+		"apps/db/cm.yaml":      cm,
+		"apps/web/cm.yaml":     cm,
+		"apps/web/drover.yaml": "dependsOn:\n- name: r-apps-db\n- selector: {matchLabels: {tier: crds}}\n",
+	}
+	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"apps/*"}}}
+	out, err := render(t.Context(), testCheckout(files), gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || len(out[0].spec.DependsOn) != 0 {
+		t.Fatalf("rendered %+v", out)
+	}
+	deps := out[1].spec.DependsOn
+	if len(deps) != 2 || deps[0].Name != "r-apps-db" || deps[1].Selector == nil || deps[1].Selector.MatchLabels["tier"] != "crds" {
+		t.Errorf("dependsOn %+v", deps)
 	}
 }

@@ -30,6 +30,20 @@ type BundleRollout struct {
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
+// BundleDependency names Bundles of the same namespace that must be ready on a cluster before
+// this Bundle is deployed (or updated) there: the Bundle of Name, or every Bundle whose labels
+// match Selector. Set exactly one.
+// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="set exactly one of name and selector"
+type BundleDependency struct {
+	// Name of a Bundle in the same namespace.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Selector selects Bundles of the same namespace by label.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
 // BundleHelm makes a Bundle a Helm release: each targeted cluster's agent installs the chart
 // with the values as release ReleaseName in the Bundle's defaultNamespace (created if missing),
 // and upgrades it when the chart or values change, with Helm's Go SDK, so `helm list` and
@@ -92,6 +106,13 @@ type BundleSpec struct {
 	// Rollout limits how updates reach clusters.
 	// +optional
 	Rollout BundleRollout `json:"rollout,omitempty"`
+	// DependsOn holds the Bundle on each cluster until every dependency is ready on that
+	// cluster: its BundleDeployment there is neither created nor updated before. The Ready
+	// condition says which dependency it waits for (reason DependencyNotReady).
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	DependsOn []BundleDependency `json:"dependsOn,omitempty"`
 }
 
 // NonReadyCluster is one cluster whose BundleDeployment is not ready.

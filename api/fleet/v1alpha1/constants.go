@@ -118,6 +118,9 @@ const (
 	// its heartbeats for longer than drover server's --agent-disconnect-after. Rollouts do not
 	// wait for such a cluster (docs/registration.md).
 	ReasonAgentDisconnected = "AgentDisconnected"
+	// ReasonDependencyNotReady (Bundle Ready=False): clusters are held because a Bundle of
+	// spec.dependsOn is not ready on them (the message names it and the clusters).
+	ReasonDependencyNotReady = "DependencyNotReady"
 )
 
 // Event reasons (Events on Clusters, ClusterRegistrations and Bundles). Like condition
