@@ -1,0 +1,418 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+)
+
+// viewCache keeps, per viewer, the lists their pages show, filled and kept current by a list and
+// a watch made with the viewer's own credential (never drover's): a page is read from memory
+// and a change costs one watch event, not another list of the whole fleet.
+//
+// An entry is listed again once it is maxAge old, in the background while it is in use (the
+// fresh list replaces it when done), and is not served past twice that age: rights taken away
+// from a viewer stop showing within that time (the API server authorizes a watch only when it
+// opens). An entry unused for idle is dropped. A list the viewer may not make is remembered as
+// forbidden the same way.
+type viewCache struct {
+	maxAge, idle time.Duration
+	max          int
+	now          func() time.Time
+	log          logr.Logger
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	janitor bool
+}
+
+// entry is one viewer's list of one kind in one namespace ("" all) with one field selector.
+type entry struct {
+	key, kind, namespace, field string
+	created                     time.Time
+	client                      client.WithWatch
+	// refreshing: a fresh list to replace this entry is on its way (vc.mu).
+	refreshing bool
+
+	// ready is closed once the first list finished; then forbidden or err say how.
+	ready     chan struct{}
+	forbidden bool
+	err       error
+
+	mu       sync.RWMutex
+	objects  map[string]client.Object
+	rv       string
+	lastUsed time.Time
+	dead     bool
+	subs     map[chan struct{}]struct{}
+	stop     context.CancelFunc
+}
+
+func newViewCache(maxAge time.Duration, now func() time.Time, log logr.Logger) *viewCache {
+	return &viewCache{maxAge: maxAge, idle: 2 * time.Minute, max: 500, now: now, log: log, entries: map[string]*entry{}}
+}
+
+// get returns the viewer's current entry for a kind, listing it first if there is none (or the
+// one there is too old).
+func (vc *viewCache) get(ctx context.Context, v *viewer, kind, ns, field string) (*entry, error) {
+	key := tokenKey(v.secret) + "\x00" + kind + "\x00" + ns + "\x00" + field
+	now := vc.now()
+	vc.mu.Lock()
+	e := vc.entries[key]
+	if e != nil && (e.isDead() || now.Sub(e.created) > 2*vc.maxAge) {
+		delete(vc.entries, key)
+		e.kill()
+		e = nil
+	}
+	switch {
+	case e == nil:
+		vc.evict()
+		e = vc.newEntry(key, kind, ns, field, v.client)
+		vc.entries[key] = e
+		if !vc.janitor {
+			vc.janitor = true
+			go vc.sweep()
+		}
+		vc.mu.Unlock()
+		vc.start(e)
+	case now.Sub(e.created) > vc.maxAge && !e.refreshing:
+		e.refreshing = true
+		e.client = v.client // the viewer's latest credential
+		vc.mu.Unlock()
+		go vc.refresh(e)
+	default:
+		vc.mu.Unlock()
+	}
+	e.touch(now)
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if e.err != nil {
+		vc.drop(e)
+		return nil, e.err
+	}
+	return e, nil
+}
+
+func (vc *viewCache) newEntry(key, kind, ns, field string, c client.WithWatch) *entry {
+	now := vc.now()
+	return &entry{key: key, kind: kind, namespace: ns, field: field, created: now, client: c, ready: make(chan struct{}),
+		objects: map[string]client.Object{}, subs: map[chan struct{}]struct{}{}, lastUsed: now}
+}
+
+// refresh lists an old entry again and puts the fresh one in its place; the old one ends (its
+// subscribers follow the fresh one).
+func (vc *viewCache) refresh(old *entry) {
+	vc.mu.Lock()
+	fresh := vc.newEntry(old.key, old.kind, old.namespace, old.field, old.client)
+	vc.mu.Unlock()
+	vc.start(fresh)
+	<-fresh.ready
+	vc.mu.Lock()
+	if fresh.err == nil && vc.entries[old.key] == old {
+		vc.entries[old.key] = fresh
+	} else {
+		fresh.kill()
+	}
+	vc.mu.Unlock()
+	if fresh.err != nil {
+		vc.log.V(1).Info("Listing again failed", "kind", old.kind, "namespace", old.namespace, "error", fresh.err.Error())
+	}
+	vc.drop(old)
+}
+
+// start lists the entry (callers wait on ready) and keeps it current with a watch.
+func (vc *viewCache) start(e *entry) {
+	c := e.client
+	ctx, cancel := context.WithCancel(context.Background())
+	e.mu.Lock()
+	e.stop = cancel
+	e.mu.Unlock()
+	go func() {
+		defer cancel()
+		rv, err := e.relist(ctx, c)
+		switch {
+		case apierrors.IsForbidden(err):
+			e.forbidden = true
+		case err != nil:
+			e.err = err
+		}
+		close(e.ready)
+		if err != nil {
+			return
+		}
+		e.follow(ctx, c, rv, vc.log.WithValues("kind", e.kind, "namespace", e.namespace))
+		e.kill()
+		vc.drop(e)
+	}()
+}
+
+// relist lists the kind and replaces the entry's objects.
+func (e *entry) relist(ctx context.Context, c client.WithWatch) (string, error) {
+	list := watchKinds[e.kind]()
+	opts := []client.ListOption{client.InNamespace(e.namespace)}
+	if e.field != "" {
+		opts = append(opts, &client.ListOptions{Raw: &metav1.ListOptions{FieldSelector: e.field}})
+	}
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := c.List(lctx, list, opts...); err != nil {
+		return "", err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return "", fmt.Errorf("list %s: %w", e.kind, err)
+	}
+	objects := make(map[string]client.Object, len(items))
+	for _, it := range items {
+		if o, ok := it.(client.Object); ok {
+			objects[objectKey(o)] = trim(o)
+		}
+	}
+	e.mu.Lock()
+	e.objects, e.rv = objects, list.GetResourceVersion()
+	e.mu.Unlock()
+	e.notify()
+	return list.GetResourceVersion(), nil
+}
+
+// follow applies the watch's events to the entry until ctx ends or the viewer may no longer
+// watch; the watch is re-opened where it stopped, and after a gap too long for the API server
+// (410 Gone) the kind is listed again.
+func (e *entry) follow(ctx context.Context, c client.WithWatch, rv string, log logr.Logger) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		opts := &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, FieldSelector: e.field}
+		wi, err := c.Watch(ctx, watchKinds[e.kind](), client.InNamespace(e.namespace), &client.ListOptions{Raw: opts})
+		if err != nil {
+			if ctx.Err() != nil || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+				return
+			}
+			log.V(1).Info("Watch failed; retrying", "error", err.Error())
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		next, gone := e.apply(ctx, wi, rv)
+		rv = next
+		if gone {
+			if rv, err = e.relist(ctx, c); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// apply reads one watch until it ends; gone reports that its start was too old.
+func (e *entry) apply(ctx context.Context, wi watch.Interface, rv string) (string, bool) {
+	defer wi.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return rv, false
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				return rv, false
+			}
+			if ev.Type == watch.Error {
+				return rv, true
+			}
+			o, ok := ev.Object.(client.Object)
+			if !ok {
+				continue
+			}
+			rv = o.GetResourceVersion()
+			e.mu.Lock()
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				e.objects[objectKey(o)] = trim(o)
+			case watch.Deleted:
+				delete(e.objects, objectKey(o))
+			}
+			e.rv = rv
+			e.mu.Unlock()
+			if ev.Type != watch.Bookmark {
+				e.notify()
+			}
+		}
+	}
+}
+
+func objectKey(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
+
+// trim drops what no page shows and would only take memory: managed fields, and the inline
+// manifests of BundleDeployments.
+func trim(o client.Object) client.Object {
+	o.SetManagedFields(nil)
+	if bd, ok := o.(*fleetv1alpha1.BundleDeployment); ok {
+		bd.Spec.Manifests = nil
+	}
+	return o
+}
+
+// snapshot is the entry's objects (shared: callers must not change them) and resourceVersion.
+func (e *entry) snapshot() ([]client.Object, string) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]client.Object, 0, len(e.objects))
+	for _, o := range e.objects {
+		out = append(out, o)
+	}
+	return out, e.rv
+}
+
+func (e *entry) resourceVersion() string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.rv
+}
+
+func (e *entry) touch(now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if now.After(e.lastUsed) {
+		e.lastUsed = now
+	}
+}
+
+// subscribe returns a channel told of every change; it is closed when the entry ends.
+func (e *entry) subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead {
+		close(ch)
+		return ch, func() {}
+	}
+	e.subs[ch] = struct{}{}
+	return ch, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if _, ok := e.subs[ch]; ok {
+			delete(e.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+func (e *entry) notify() {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for ch := range e.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (e *entry) subscribed() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return len(e.subs) > 0
+}
+
+func (e *entry) isDead() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.dead
+}
+
+// kill stops the entry's watch and ends its subscriptions.
+func (e *entry) kill() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dead {
+		return
+	}
+	e.dead = true
+	if e.stop != nil {
+		e.stop()
+	}
+	for ch := range e.subs {
+		close(ch)
+	}
+	e.subs = nil
+}
+
+func (vc *viewCache) drop(e *entry) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if vc.entries[e.key] == e {
+		delete(vc.entries, e.key)
+	}
+	e.kill()
+}
+
+// evict makes room for one more entry by dropping the least recently used unsubscribed one.
+// vc.mu is held.
+func (vc *viewCache) evict() {
+	if len(vc.entries) < vc.max {
+		return
+	}
+	var oldest *entry
+	for _, e := range vc.entries {
+		if e.subscribed() {
+			continue
+		}
+		if oldest == nil || e.lastUsedAt().Before(oldest.lastUsedAt()) {
+			oldest = e
+		}
+	}
+	if oldest != nil {
+		delete(vc.entries, oldest.key)
+		oldest.kill()
+	}
+}
+
+func (e *entry) lastUsedAt() time.Time {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.lastUsed
+}
+
+// sweep drops idle and too old entries every few seconds while there are entries; an old
+// entry with subscribers ends them, and their streams open a fresh one.
+func (vc *viewCache) sweep() {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for range tick.C {
+		now := vc.now()
+		vc.mu.Lock()
+		for k, e := range vc.entries {
+			age := now.Sub(e.created)
+			switch {
+			case age > 2*vc.maxAge || (!e.subscribed() && now.Sub(e.lastUsedAt()) > vc.idle):
+				delete(vc.entries, k)
+				e.kill()
+			case age > vc.maxAge && e.subscribed() && !e.refreshing:
+				// A page is open on it: list again before it has to end.
+				e.refreshing = true
+				go vc.refresh(e)
+			}
+		}
+		if len(vc.entries) == 0 {
+			vc.janitor = false
+			vc.mu.Unlock()
+			return
+		}
+		vc.mu.Unlock()
+	}
+}
