@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // Credentials of the Git server's private repositories (URL path /private/...).
@@ -52,6 +54,7 @@ func startGitServer() (*gitServer, error) {
 	cgiHandler := &cgi.Handler{Path: backend, Dir: root, InheritEnv: []string{"PATH"},
 		Env: []string{"GIT_PROJECT_ROOT=" + filepath.Join(root, "repos"), "GIT_HTTP_EXPORT_ALL=1", "HOME=" + home}}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetches.record(r.URL.Path)
 		if strings.HasPrefix(r.URL.Path, "/private/") {
 			if u, p, ok := r.BasicAuth(); !ok || u != gitUser || p != gitPassword {
 				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
@@ -68,6 +71,34 @@ func startGitServer() (*gitServer, error) {
 	s := &gitServer{root: root, url: "http://" + ln.Addr().String(), srv: &http.Server{Handler: handler}, home: home}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// fetches records when each repository was last asked for by a client (HTTP or SSH), so a
+// test can tell when drover started a fetch.
+var fetches = &fetchLog{last: map[string]time.Time{}}
+
+type fetchLog struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// record notes a request for the repository in urlPath ("/public/NAME.git/info/refs" → NAME).
+func (f *fetchLog) record(urlPath string) {
+	for _, part := range strings.Split(urlPath, "/") {
+		if name, ok := strings.CutSuffix(strings.Trim(part, "'\""), ".git"); ok {
+			f.mu.Lock()
+			f.last[name] = time.Now()
+			f.mu.Unlock()
+			return
+		}
+	}
+}
+
+// since reports whether repository name was asked for after t.
+func (f *fetchLog) since(name string, t time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last[name].After(t)
 }
 
 func (s *gitServer) stop() {

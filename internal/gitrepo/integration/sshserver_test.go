@@ -131,6 +131,7 @@ func serveSession(ch ssh.Channel, reqs <-chan *ssh.Request, reposRoot string) {
 			return
 		}
 		_ = req.Reply(true, nil)
+		fetches.record(repoPath)
 		cmd := exec.Command("git", "upload-pack", filepath.Join(reposRoot, filepath.FromSlash(repoPath)))
 		cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
 		stdin, err := cmd.StdinPipe()
