@@ -2,7 +2,10 @@
 // EKS, AKS and GKE simulators in-process with demo credentials, hosted clusters in several
 // states (one with a console change adopted, one with a conflict), two downstream clusters
 // (real kube-apiservers whose nodes and pods kwok simulates) imported into the fleet with their
-// agents running in this process, and a sample Bundle deployed to both.
+// agents running in this process, a sample Bundle deployed to both, and a cloud-provider
+// migration of each: the downstream clusters play RKE2 clusters on AWS, simulated by
+// pkg/distsim, which drover's migration controller migrates to the AWS CCM (one succeeds, one
+// fails a verification).
 //
 // Everything lives under the data dir, which drover server --demo deletes on exit.
 package demo
@@ -69,7 +72,7 @@ type Demo struct {
 	endStart context.CancelFunc
 	mu       sync.Mutex
 	cancel   context.CancelFunc
-	agents   sync.WaitGroup
+	agents   sync.WaitGroup // the agents, the RKE2 simulators and the migration report
 	stopped  bool
 }
 

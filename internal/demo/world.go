@@ -82,6 +82,9 @@ func (d *Demo) run(ctx context.Context, cfg *rest.Config) error {
 	if err := d.createHosted(ctx, c); err != nil {
 		return err
 	}
+	if err := installProvisioningCRD(ctx, c); err != nil {
+		return err
+	}
 	if err := create(ctx, c, sampleBundle()); err != nil {
 		return err
 	}
@@ -90,7 +93,7 @@ func (d *Demo) run(ctx context.Context, cfg *rest.Config) error {
 	errs := make(chan error, 2+len(downstreamNames))
 	go func() { errs <- d.adoptConsoleTag(ctx, c) }()
 	go func() { errs <- d.conflictingTag(ctx, c) }()
-	for range downstreamNames {
+	for i := range downstreamNames {
 		var r downstreamResult
 		select {
 		case r = <-d.downstreams:
@@ -103,7 +106,7 @@ func (d *Demo) run(ctx context.Context, cfg *rest.Config) error {
 		if r.err != nil {
 			return r.err
 		}
-		go func() { errs <- d.importDownstream(ctx, c, r.ds) }()
+		go func() { errs <- d.importDownstream(ctx, c, r.ds, i+1) }()
 	}
 	for range 2 + len(downstreamNames) {
 		select {
@@ -119,12 +122,18 @@ func (d *Demo) run(ctx context.Context, cfg *rest.Config) error {
 		return err
 	}
 	d.summary()
+	d.agents.Add(1)
+	go func() {
+		defer d.agents.Done()
+		d.reportMigrations(ctx, c)
+	}()
 	return nil
 }
 
 // Ready returns nil once the demo's world is in the state it promises: every hosted cluster
-// active, the console tag adopted into shop-eks's config, payments-aks Conflict=True, every fleet
-// cluster Ready with its agent checked in, and the sample Bundle ready on all of them.
+// active, the console tag adopted into shop-eks's config, billing-eks Conflict=True, every fleet
+// cluster Ready with its agent checked in, the sample Bundle ready on all of them, and both
+// cloud-provider migrations under way (MigrationOutcome says when they finished).
 func Ready(ctx context.Context, c client.Reader) error {
 	for _, name := range HostedNames() {
 		h := &v1.Cluster{}
@@ -161,7 +170,7 @@ func Ready(ctx context.Context, c client.Reader) error {
 	if !meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1.ConditionReady) || b.Status.Summary.Ready != len(downstreamNames) {
 		return fmt.Errorf("bundle %s: ready on %d of %d clusters", Bundle, b.Status.Summary.Ready, len(downstreamNames))
 	}
-	return nil
+	return migrationsUnderWay(ctx, c)
 }
 
 func (d *Demo) summary() {
@@ -172,9 +181,12 @@ func (d *Demo) summary() {
 		Namespace, HostedAdopted, AdoptedTag, HostedConflict, ConflictTag, HostedAKS, HostedGKE)
 	fmt.Fprintf(&b, "  fleet clusters: %s (kwok nodes; their agents run in this process)\n", strings.Join(downstreamNames, ", "))
 	fmt.Fprintf(&b, "  Bundle %s: ready on %s\n", Bundle, strings.Join(downstreamNames, " and "))
+	fmt.Fprintf(&b, "  cloud-provider migrations from the in-tree AWS provider to the AWS CCM (the fleet clusters play RKE2 on AWS, simulated by pkg/distsim): %s runs its 7 steps to Succeeded (upgrading to %s), %s stops at step 4 SwitchProvider (the CCM may not manage load balancers); watch them on the dashboard's Migrations page\n",
+		MigrationSucceeds, MigrationVersion, MigrationFails)
 	fmt.Fprintf(&b, "Look at it:\n  export KUBECONFIG=%s/kubeconfig\n", dir)
 	fmt.Fprintf(&b, "  drover cluster list -n %s; drover cluster get %s -n %s\n", Namespace, HostedConflict, Namespace)
 	fmt.Fprintf(&b, "  drover fleet list -n %s; drover bundle status %s -n %s\n", Namespace, Bundle, Namespace)
+	fmt.Fprintf(&b, "  drover migrate list -n %s; drover migrate get %s -n %s\n", Namespace, MigrationFails, Namespace)
 	fmt.Fprintf(&b, "  kubectl get events -n %s\n", Namespace)
 	fmt.Fprintf(&b, "  kubectl --kubeconfig %s/demo/%s/kubeconfig get pods -A   (a downstream cluster)\n", dir, downstreamNames[0])
 	for _, l := range d.o.Links {
@@ -311,23 +323,17 @@ func (d *Demo) consoleTag(ctx context.Context, name, key, value string) error {
 	return nil
 }
 
-// importDownstream gives the downstream cluster kwok nodes, imports it into the fleet (a
-// kubeconfig Secret and a fleet Cluster: drover deploys the agent) and runs its agent in this
-// process, as the kubelet would run the agent's pod.
-func (d *Demo) importDownstream(ctx context.Context, c client.Client, ds *downstream) error {
+// importDownstream makes the downstream cluster an RKE2 cluster on AWS (simulateRKE2: kwok
+// nodes named after EC2 instances), imports it into the fleet (a kubeconfig Secret and a fleet
+// Cluster: drover deploys the agent), starts its cloud-provider migration and runs its agent in
+// this process, as the kubelet would run the agent's pod. octet tells its nodes apart.
+func (d *Demo) importDownstream(ctx context.Context, c client.Client, ds *downstream, octet int) error {
 	down, err := client.New(ds.config, client.Options{Scheme: server.Scheme()})
 	if err != nil {
 		return fmt.Errorf("client for %s: %w", ds.name, err)
 	}
-	for i := range 2 {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-			Name:        fmt.Sprintf("%s-node-%d", ds.name, i+1),
-			Labels:      map[string]string{"type": "kwok", "kubernetes.io/os": "linux"},
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
-		}}
-		if err := create(ctx, down, node); err != nil {
-			return fmt.Errorf("%s: %w", ds.name, err)
-		}
+	if err := d.simulateRKE2(ctx, c, down, ds, octet); err != nil {
+		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: ds.name + "-kubeconfig"},
 		Data: map[string][]byte{fleetv1.KeyKubeconfig: ds.kubeconfig}}
@@ -338,6 +344,9 @@ func (d *Demo) importDownstream(ctx context.Context, c client.Client, ds *downst
 		Labels: map[string]string{fleetLabel: fleetLabelVal, "site": ds.name}},
 		Spec: fleetv1.ClusterSpec{KubeConfigSecret: secret.Name}}
 	if err := create(ctx, c, fc); err != nil {
+		return err
+	}
+	if err := startMigration(ctx, c, down, ds, secret.Name); err != nil {
 		return err
 	}
 	// Start the agent once drover has deployed it (its bootstrap Secret is there).
