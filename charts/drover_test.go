@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -262,6 +263,66 @@ func TestDroverChartGrafanaDashboard(t *testing.T) {
 // TestDroverChartWebhook: webhook.enabled makes the server receive Git push webhooks on
 // webhook.port (with the named Secret) and exposes them through Service drover-webhook; off by
 // default.
+// TestDroverChartDashboard: the dashboard is on by default behind a ClusterIP Service, can be
+// turned off, and serves HTTPS from a TLS Secret when one is named.
+func TestDroverChartDashboard(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		vals     map[string]any
+		port     int32 // 0: not served
+		tls      string
+		portName string
+	}{
+		{name: "default on", port: 8082, portName: "http"},
+		{name: "off", vals: map[string]any{"dashboard": map[string]any{"enabled": false}}},
+		{name: "port and TLS", vals: map[string]any{"dashboard": map[string]any{"port": 9443, "tls": map[string]any{"secretName": "ui-cert"}}},
+			port: 9443, tls: "ui-cert", portName: "https"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lint(t, "drover", ns, tc.vals)
+			objs := mustRender(t, load(t, "drover"), ns, tc.vals)
+			d, ctr := serverContainer(t, objs)
+			svcObj, rendered := objs["Service/"+ns+"/drover-dashboard"]
+			if tc.port == 0 {
+				if rendered {
+					t.Error("Service drover-dashboard rendered while the dashboard is off")
+				}
+				for _, a := range ctr.Args {
+					if strings.HasPrefix(a, "--ui-") {
+						t.Errorf("arg %s while the dashboard is off", a)
+					}
+				}
+				return
+			}
+			if want := fmt.Sprintf("--ui-address=:%d", tc.port); !slices.Contains(ctr.Args, want) {
+				t.Errorf("args %v lack %s", ctr.Args, want)
+			}
+			hasTLSArgs := slices.Contains(ctr.Args, "--ui-tls-cert-file=/etc/drover/dashboard-tls/tls.crt") &&
+				slices.Contains(ctr.Args, "--ui-tls-key-file=/etc/drover/dashboard-tls/tls.key")
+			vol := slices.IndexFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+				return v.Secret != nil && v.Secret.SecretName == tc.tls
+			})
+			mounted := slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/etc/drover/dashboard-tls" && m.ReadOnly })
+			if want := tc.tls != ""; hasTLSArgs != want || (vol >= 0) != want || mounted != want {
+				t.Errorf("TLS %q: cert args %v, secret volume %v, mounted %v", tc.tls, hasTLSArgs, vol >= 0, mounted)
+			}
+			if i := slices.IndexFunc(ctr.Ports, func(p corev1.ContainerPort) bool { return p.Name == "dashboard" }); i < 0 || ctr.Ports[i].ContainerPort != tc.port {
+				t.Errorf("container ports %v, want dashboard %d", ctr.Ports, tc.port)
+			}
+			if !rendered {
+				t.Fatal("no Service drover-dashboard")
+			}
+			svc := into[corev1.Service](t, svcObj)
+			if !reflect.DeepEqual(svc.Spec.Selector, d.Spec.Selector.MatchLabels) || len(svc.Spec.Ports) != 1 || svc.Spec.Type != corev1.ServiceTypeClusterIP ||
+				svc.Spec.Ports[0].Port != tc.port || svc.Spec.Ports[0].Name != tc.portName || svc.Spec.Ports[0].TargetPort.String() != "dashboard" {
+				t.Errorf("dashboard Service %+v", svc.Spec)
+			}
+		})
+	}
+}
+
 func TestDroverChartWebhook(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
