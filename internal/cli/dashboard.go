@@ -18,10 +18,43 @@ import (
 // uiOptions are drover server's dashboard flags.
 type uiOptions struct {
 	address, certFile, keyFile string
+	// local, when set, serves the dashboard in local mode (the demo's): as the manager's own
+	// identity, behind an access key, on a listener bound already.
+	local *localDashboard
+}
+
+// localDashboard is a dashboard served as the manager's identity to whoever has its URL.
+type localDashboard struct {
+	listener   net.Listener
+	key        string
+	namespaces []string
+	// who says whose identity it is, for the printed line.
+	who string
+}
+
+// url is the address that signs a browser in (the access key is traded for a cookie).
+func (l *localDashboard) url(scheme string) string {
+	return fmt.Sprintf("%s://%s/login?key=%s", scheme, l.listener.Addr(), l.key)
+}
+
+// newAccessKey is a random access key for a local-mode dashboard's URL.
+func newAccessKey() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("access key: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func (o *uiOptions) scheme() string {
+	if o.certFile != "" {
+		return "https"
+	}
+	return "http"
 }
 
 func (o *uiOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.address, "ui-address", "", "address of the web dashboard, e.g. 127.0.0.1:8082 (default: off); viewers sign in with their own bearer token, every read and action is theirs (docs/dashboard.md)")
+	f.StringVar(&o.address, "ui-address", "", "address of the web dashboard, e.g. 127.0.0.1:8082 (default: off); viewers sign in with their own bearer token, every read and action is theirs (docs/dashboard.md). With --demo: default 127.0.0.1 on a free port, served as the demo's admin to whoever opens the printed URL (it carries an access key); 0 turns it off")
 	f.StringVar(&o.certFile, "ui-tls-cert-file", "", "PEM certificate to serve the dashboard over HTTPS (with --ui-tls-key-file)")
 	f.StringVar(&o.keyFile, "ui-tls-key-file", "", "PEM private key of --ui-tls-cert-file")
 }
@@ -32,6 +65,16 @@ func (o *uiOptions) addFlags(f *pflag.FlagSet) {
 func (o *uiOptions) controllers(out io.Writer) ([]func(ctrl.Manager) error, error) {
 	if (o.certFile == "") != (o.keyFile == "") {
 		return nil, usageErrorf("--ui-tls-cert-file and --ui-tls-key-file go together")
+	}
+	if l := o.local; l != nil {
+		return []func(ctrl.Manager) error{func(mgr ctrl.Manager) error {
+			h, err := dashboard.New(dashboard.Options{Local: mgr.GetConfig(), AccessKey: l.key, Namespaces: l.namespaces})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "Dashboard: %s (%s; the key in the URL signs you in)\n", l.url(o.scheme()), l.who)
+			return mgr.Add(&dashboard.Server{Handler: h, Listener: l.listener, CertFile: o.certFile, KeyFile: o.keyFile})
+		}}, nil
 	}
 	if o.address == "" || o.address == "0" {
 		if o.certFile != "" {
@@ -48,11 +91,7 @@ func (o *uiOptions) controllers(out io.Writer) ([]func(ctrl.Manager) error, erro
 		if err != nil {
 			return err
 		}
-		scheme := "http"
-		if o.certFile != "" {
-			scheme = "https"
-		}
-		fmt.Fprintf(out, "Dashboard: %s://%s/ (sign in with a bearer token of the management cluster)\n", scheme, l.Addr())
+		fmt.Fprintf(out, "Dashboard: %s://%s/ (sign in with a bearer token of the management cluster)\n", o.scheme(), l.Addr())
 		return mgr.Add(&dashboard.Server{Handler: h, Listener: l, CertFile: o.certFile, KeyFile: o.keyFile})
 	}}, nil
 }
@@ -77,11 +116,10 @@ refuses browsers without it. Ctrl-C stops it.`,
 			if err != nil {
 				return err
 			}
-			b := make([]byte, 24)
-			if _, err := rand.Read(b); err != nil {
-				return fmt.Errorf("access key: %w", err)
+			key, err := newAccessKey()
+			if err != nil {
+				return err
 			}
-			key := base64.RawURLEncoding.EncodeToString(b)
 			var namespaces []string
 			if t.Namespace != "" {
 				namespaces = []string{t.Namespace}

@@ -7,16 +7,18 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/droverhq/drover/internal/dashboard"
 	"github.com/droverhq/drover/internal/demo"
 	"github.com/droverhq/drover/internal/server"
 )
 
 // demoServer prepares `drover server --demo`: the embedded control plane in a data dir of its
-// own (default $TMPDIR/drover-demo, deleted on exit), demo-friendly intervals unless given, and
-// the demo world (internal/demo) started next to the control plane. links are extra "how to
-// look" lines for the summary (the metrics endpoint; a web dashboard adds its URL here). The
-// returned stop must be called after server.Run returned.
-func demoServer(cmd *cobra.Command, opts *server.Options, hosted *hostedOptions, links []string) (stop func(), err error) {
+// own (default $TMPDIR/drover-demo, deleted on exit), demo-friendly intervals unless given, the
+// web dashboard on 127.0.0.1 as the demo's admin behind the printed URL's access key (unless
+// --ui-address says otherwise), and the demo world (internal/demo) started next to the control
+// plane. links are extra "how to look" lines for the summary. The returned stop must be called
+// after server.Run returned.
+func demoServer(cmd *cobra.Command, opts *server.Options, hosted *hostedOptions, ui *uiOptions, links []string) (stop func(), err error) {
 	f := cmd.Flags()
 	if f.Changed("kubeconfig") || f.Changed("context") || f.Changed("embedded") && !opts.Embedded {
 		return nil, usageErrorf("--demo runs on its own embedded control plane: drop --kubeconfig, --context and --embedded=false")
@@ -39,7 +41,26 @@ func demoServer(cmd *cobra.Command, opts *server.Options, hosted *hostedOptions,
 			*d = time.Minute
 		}
 	}
-	own := []string{"drover dashboard   (the web dashboard on 127.0.0.1, as the KUBECONFIG above)"}
+	var own []string
+	if !f.Changed("ui-address") {
+		ui.address = "127.0.0.1:0"
+	}
+	if ui.address != "" && ui.address != "0" {
+		// The demo's admin is the only user: the dashboard is served as it, to whoever has the
+		// URL (bound now, so the summary can name it).
+		key, err := newAccessKey()
+		if err != nil {
+			return nil, err
+		}
+		l, err := dashboard.Listen("--ui-address", ui.address)
+		if err != nil {
+			return nil, err
+		}
+		ui.local = &localDashboard{listener: l, key: key, namespaces: []string{demo.Namespace}, who: "as the demo's admin"}
+		own = append(own, "dashboard: "+ui.local.url(ui.scheme())+"   (open it in a browser)")
+	} else {
+		own = append(own, "drover dashboard   (the web dashboard on 127.0.0.1, as the KUBECONFIG above)")
+	}
 	if opts.MetricsAddr != "" && opts.MetricsAddr != "0" {
 		own = append(own, "curl -s http://"+opts.MetricsAddr+"/metrics | grep ^drover_")
 	}
@@ -47,6 +68,9 @@ func demoServer(cmd *cobra.Command, opts *server.Options, hosted *hostedOptions,
 	d, err := demo.Start(demo.Options{DataDir: opts.DataDir, BinDir: opts.BinDir, Out: cmd.OutOrStdout(), Links: links})
 	if err != nil {
 		d.Stop()
+		if ui.local != nil {
+			_ = ui.local.listener.Close()
+		}
 		return nil, err
 	}
 	opts.Controllers = append(opts.Controllers, d.Setup)

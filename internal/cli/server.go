@@ -48,7 +48,7 @@ drover chooses the cluster explicitly and says which on its first line of output
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			mode, err := serverCluster{why: "--demo"}, error(nil)
 			if demoMode {
-				stop, err := demoServer(cmd, &opts, &hostedOpts, nil)
+				stop, err := demoServer(cmd, &opts, &hostedOpts, &ui, nil)
 				if err != nil {
 					return err
 				}
@@ -91,7 +91,7 @@ drover chooses the cluster explicitly and says which on its first line of output
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&demoMode, "demo", false, "start a demo on an embedded control plane: the EKS, AKS and GKE simulators with hosted clusters (one with a console change adopted, one with a conflict), two kwok-backed downstream clusters with running agents and a sample Bundle; --data-dir (default $TMPDIR/drover-demo) is deleted on exit")
+	f.BoolVar(&demoMode, "demo", false, "start a demo on an embedded control plane: the EKS, AKS and GKE simulators with hosted clusters (one with a console change adopted, one with a conflict), two kwok-backed downstream clusters with running agents and a sample Bundle, playing RKE2 on AWS for two cloud-provider migrations (one succeeds, one fails a verification), and the web dashboard (--ui-address, default 127.0.0.1 on a free port, opened with the printed URL); --data-dir (default $TMPDIR/drover-demo) is deleted on exit")
 	f.BoolVar(&embedded, "embedded", false, "true: start an embedded control plane; false: run against --kubeconfig/$KUBECONFIG/~/.kube/config/in-cluster (default: embedded unless --kubeconfig, $KUBECONFIG or a pod's service account)")
 	f.StringVar(&opts.DataDir, "data-dir", filepath.Join(home, ".drover"), "state of the embedded control plane")
 	f.StringVar(&opts.BinDir, "bin-dir", server.DefaultBinDir(), "directory with the Kubernetes binaries for the embedded control plane (make tools)")

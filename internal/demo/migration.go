@@ -185,32 +185,6 @@ func migrationsUnderWay(ctx context.Context, c client.Reader) error {
 	return nil
 }
 
-// MigrationOutcome returns nil once the demo's migrations finished as they should:
-// MigrationSucceeds Succeeded with every step, MigrationFails Failed at its SwitchProvider step
-// with the verification's message.
-func MigrationOutcome(ctx context.Context, c client.Reader) error {
-	for _, name := range MigrationNames() {
-		m := &migrationv1alpha1.CloudProviderMigration{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: name}, m); err != nil {
-			return err
-		}
-		want := migrationv1alpha1.PhaseSucceeded
-		if name == MigrationFails {
-			want = migrationv1alpha1.PhaseFailed
-		}
-		if m.Status.Phase != want {
-			return fmt.Errorf("migration %s is %q at step %d, not %s yet", name, m.Status.Phase, m.Status.CurrentStep, want)
-		}
-		if name == MigrationFails {
-			step := migration.StepNames[migration.StepSwitchProvider]
-			if c := meta.FindStatusCondition(m.Status.Conditions, migration.ConditionFailed); c == nil || c.Reason != step {
-				return fmt.Errorf("migration %s failed, but not at its %s step: %+v", name, step, c)
-			}
-		}
-	}
-	return nil
-}
-
 // reportMigrations prints each migration's outcome once it has one.
 func (d *Demo) reportMigrations(ctx context.Context, c client.Reader) {
 	for _, name := range MigrationNames() {

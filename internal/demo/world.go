@@ -133,7 +133,7 @@ func (d *Demo) run(ctx context.Context, cfg *rest.Config) error {
 // Ready returns nil once the demo's world is in the state it promises: every hosted cluster
 // active, the console tag adopted into shop-eks's config, billing-eks Conflict=True, every fleet
 // cluster Ready with its agent checked in, the sample Bundle ready on all of them, and both
-// cloud-provider migrations under way (MigrationOutcome says when they finished).
+// cloud-provider migrations under way (the demo prints a line when each finishes).
 func Ready(ctx context.Context, c client.Reader) error {
 	for _, name := range HostedNames() {
 		h := &v1.Cluster{}

@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +25,7 @@ import (
 
 	fleetv1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 )
 
 // The demo's objects as its summary names them (internal/demo).
@@ -34,15 +39,27 @@ const (
 var (
 	demoHosted = map[string]string{"shop-eks": "eks", "billing-eks": "eks", "payments-aks": "aks", "analytics-gke": "gke"}
 	demoFleet  = []string{"edge-1", "edge-2"}
+	// demoMigrations: edge-2's runs to Succeeded, edge-1's fails at SwitchProvider.
+	demoMigrations = []string{demoMigrationOK, demoMigrationFails}
+	// demoDashboardURL is the line drover server --demo prints for its dashboard.
+	demoDashboardURL = regexp.MustCompile(`(?m)^Dashboard: (http://127\.0\.0\.1:\d+/login\?key=[A-Za-z0-9_-]+) `)
+)
+
+const (
+	demoMigrationOK    = "edge-2-aws-ccm"
+	demoMigrationFails = "edge-1-aws-ccm"
 )
 
 // TestDemo starts `drover server --demo` and checks that within 60 s of its start the state the
 // demo promises is there: four hosted clusters active (shop-eks with the console's tag adopted
 // into its config and an Adopted Event, billing-eks Conflict=True naming both values), two
-// fleet clusters Ready with their agents checking in, and the sample Bundle ready on both —
-// its Deployment running on each downstream cluster's kwok nodes. Then it scrapes the server's
-// /metrics over HTTP and checks the domain metrics' values against that state, and finally
-// Ctrl-C stops every process and deletes the data dir.
+// fleet clusters Ready with their agents checking in, the sample Bundle ready on both — its
+// Deployment running on each downstream cluster's kwok nodes —, both cloud-provider
+// migrations under way, and the dashboard, opened with the URL the demo printed as a browser
+// would, showing non-zero counts for the three systems on its overview. Then the migrations
+// finish (edge-2's Succeeded through every step, edge-1's Failed at SwitchProvider with its
+// message on the dashboard's Migrations page), the server's /metrics agree with the objects,
+// and Ctrl-C stops every process and deletes the data dir.
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	dataDir := filepath.Join(t.TempDir(), "demo-data")
@@ -64,7 +81,10 @@ func TestDemo(t *testing.T) {
 		if c == nil {
 			c = kubeClient(t, kubeconfig)
 		}
-		return demoState(t, c, dataDir)
+		if err := demoState(t, c, dataDir); err != nil {
+			return err
+		}
+		return demoOverview(t, s.out.String())
 	})
 	ready := time.Since(start)
 	t.Logf("demo state reached %s after drover server --demo started", ready.Round(100*time.Millisecond))
@@ -78,11 +98,16 @@ func TestDemo(t *testing.T) {
 	if first, _, _ := strings.Cut(out, "\n"); first != "Using an embedded control plane in "+dataDir+" (--demo)" {
 		t.Errorf("first line %q, want the cluster drover runs on", first)
 	}
-	for _, want := range []string{"export KUBECONFIG=" + kubeconfig, "drover cluster list -n demo", "curl -s http://" + metricsAddr + "/metrics", "deletes " + dataDir} {
+	for _, want := range []string{"export KUBECONFIG=" + kubeconfig, "drover cluster list -n demo", "drover migrate get " + demoMigrationFails + " -n demo", "curl -s http://" + metricsAddr + "/metrics", "deletes " + dataDir} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the demo's output does not say %q:\n%s", want, out)
 		}
 	}
+
+	// The migrations finish: edge-2's through every step, edge-1's at SwitchProvider with what
+	// to do, shown on the dashboard.
+	eventually(t, 90*time.Second, func() error { return demoMigrationOutcome(t, c, s.out.String()) })
+	t.Logf("migrations finished %s after drover server --demo started", time.Since(start).Round(100*time.Millisecond))
 
 	// The domain metrics, scraped from the server's listener, agree with the objects.
 	eventually(t, 30*time.Second, func() error { return demoMetrics(t, c, metricsAddr) })
@@ -146,6 +171,141 @@ func demoState(t *testing.T, c client.Client, dataDir string) error {
 	}
 	if !meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1.ConditionReady) || b.Status.Summary.Ready != len(demoFleet) {
 		return fmt.Errorf("bundle %s: %d ready, conditions %+v", demoBundle, b.Status.Summary.Ready, b.Status.Conditions)
+	}
+	for _, name := range demoMigrations {
+		m := &migrationv1alpha1.CloudProviderMigration{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, m); err != nil {
+			return err
+		}
+		if m.Status.Phase == "" || m.Status.Phase == migrationv1alpha1.PhasePending {
+			return fmt.Errorf("migration %s has not started", name)
+		}
+	}
+	return nil
+}
+
+// dashboardGet fetches path from the demo's dashboard as a browser that opened the printed URL
+// (its access key traded for the session cookie).
+func dashboardGet(out, path string) (string, error) {
+	m := demoDashboardURL.FindStringSubmatch(out)
+	if m == nil {
+		return "", errors.New("drover server --demo printed no 'Dashboard: http://127.0.0.1:<port>/login?key=...' line")
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return "", err
+	}
+	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	login, err := browser.Get(m[1])
+	if err != nil {
+		return "", fmt.Errorf("open the printed dashboard URL: %w", err)
+	}
+	_ = login.Body.Close()
+	if login.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("the printed dashboard URL: %s", login.Status)
+	}
+	u, err := url.Parse(m[1])
+	if err != nil {
+		return "", err
+	}
+	resp, err := browser.Get(u.Scheme + "://" + u.Host + path)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != path {
+		return "", fmt.Errorf("dashboard %s: %s at %s", path, resp.Status, resp.Request.URL)
+	}
+	return string(body), nil
+}
+
+// dashboardCounts reads the overview's counts: <... data-count="NAME">N ...
+var dashboardCount = regexp.MustCompile(`data-count="([a-z-]+)"[^>]*>\s*(\d+)`)
+
+func overviewCounts(page string) map[string]int {
+	counts := map[string]int{}
+	for _, m := range dashboardCount.FindAllStringSubmatch(page, -1) {
+		n, _ := strconv.Atoi(m[2])
+		counts[m[1]] = n
+	}
+	return counts
+}
+
+// demoOverview checks the dashboard's overview, opened with the printed URL, counts the three
+// systems: the hosted clusters, the fleet clusters connected and the Bundles, the migrations.
+func demoOverview(t *testing.T, out string) error {
+	page, err := dashboardGet(out, "/")
+	if err != nil {
+		return err
+	}
+	got := overviewCounts(page)
+	want := map[string]int{"hosted": len(demoHosted), "fleet": len(demoFleet), "connected": len(demoFleet), "migrations": len(demoMigrations)}
+	for k, v := range want {
+		if got[k] != v {
+			return fmt.Errorf("dashboard overview: %s count %d, want %d (counts %v)", k, got[k], v, got)
+		}
+	}
+	if got["bundles"] < 1 || got["bundles-ready"] < 1 {
+		return fmt.Errorf("dashboard overview: no ready Bundle counted (counts %v)", got)
+	}
+	t.Logf("dashboard overview counts: %v", got)
+	return nil
+}
+
+// demoMigrationOutcome: edge-2's migration succeeded with every step, edge-1's failed at
+// SwitchProvider saying what to do; the dashboard shows both and the demo printed each outcome.
+func demoMigrationOutcome(t *testing.T, c client.Client, out string) error {
+	for _, name := range demoMigrations {
+		m := &migrationv1alpha1.CloudProviderMigration{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: demoNS, Name: name}, m); err != nil {
+			return err
+		}
+		switch name {
+		case demoMigrationOK:
+			if m.Status.Phase != migrationv1alpha1.PhaseSucceeded {
+				return fmt.Errorf("migration %s is %s at step %d", name, m.Status.Phase, m.Status.CurrentStep)
+			}
+			for _, st := range m.Status.Steps {
+				if st.Phase != migrationv1alpha1.StepSucceeded {
+					t.Fatalf("migration %s succeeded with step %d %s %s", name, st.Index, st.Name, st.Phase)
+				}
+			}
+		case demoMigrationFails:
+			if m.Status.Phase != migrationv1alpha1.PhaseFailed {
+				return fmt.Errorf("migration %s is %s at step %d", name, m.Status.Phase, m.Status.CurrentStep)
+			}
+			cond := meta.FindStatusCondition(m.Status.Conditions, "Failed")
+			if cond == nil || cond.Reason != "SwitchProvider" || !strings.Contains(cond.Message, "SyncLoadBalancerFailed") || !strings.Contains(cond.Message, "IAM policy") {
+				t.Fatalf("migration %s failed with %+v, want SwitchProvider with the load balancer's event and what to check", name, cond)
+			}
+		}
+		if !strings.Contains(out, "Demo: migration "+name+" "+string(m.Status.Phase)+" after") {
+			return fmt.Errorf("the demo did not print %s's outcome yet", name)
+		}
+	}
+	page, err := dashboardGet(out, "/migrations")
+	if err != nil {
+		return err
+	}
+	page = html.UnescapeString(page)
+	_, failed, ok := strings.Cut(page, `data-migration="demo/`+demoMigrationFails+`"`)
+	failed, _, _ = strings.Cut(failed, "<section") // up to the next migration
+	if !ok || !strings.Contains(failed, `data-phase="Failed"`) || !strings.Contains(failed, "SyncLoadBalancerFailed after the switch") || !strings.Contains(failed, "check the CCM's IAM policy") {
+		return fmt.Errorf("the dashboard's Migrations page does not show %s failed with its message", demoMigrationFails)
+	}
+	if !strings.Contains(page, `data-migration="demo/`+demoMigrationOK+`"`) {
+		return fmt.Errorf("the dashboard's Migrations page does not show %s", demoMigrationOK)
+	}
+	overview, err := dashboardGet(out, "/")
+	if err != nil {
+		return err
+	}
+	if got := overviewCounts(overview); got["migrations-failed"] != 1 || got["migrations-running"] != 0 {
+		return fmt.Errorf("dashboard overview: migration counts %v, want 1 failed, none running", got)
 	}
 	return nil
 }
