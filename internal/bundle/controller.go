@@ -261,8 +261,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	spec := fleetv1alpha1.BundleDeploymentSpec{
-		Options: fleetv1alpha1.BundleDeploymentOptions{DefaultNamespace: b.Spec.DefaultNamespace, ForceConflicts: b.Spec.ForceConflicts,
-			CorrectDrift: b.Spec.CorrectDrift, KeepResources: b.Spec.KeepResources},
+		Options: DeploymentOptions(&b.Spec),
 		Content: &fleetv1alpha1.ContentReference{Namespace: b.Namespace, Name: contentName},
 	}
 	spec.DeploymentID = contentName[:14] + ":" + shortHash(spec.Options)

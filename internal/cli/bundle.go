@@ -27,8 +27,9 @@ import (
 
 func newBundleCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "bundle", Short: "Deploy manifests to the clusters of a workspace",
-		Example: "  drover bundle apply -f ./web --selector env=prod --wait\n  drover bundle list"}
-	cmd.AddCommand(newBundleApplyCommand(k), newBundleStatusCommand(k), newBundleListCommand(k), newBundleDeleteCommand(k))
+		Example: "  drover bundle apply -f ./web --selector env=prod --wait\n  drover bundle list\n  drover bundle diff web --cluster edge-1 -f ./web"}
+	cmd.AddCommand(newBundleApplyCommand(k), newBundleStatusCommand(k), newBundleListCommand(k), newBundleDeleteCommand(k),
+		newBundleDiffCommand(k))
 	return cmd
 }
 

@@ -69,7 +69,7 @@ func TestCLIDoc(t *testing.T) {
 		}
 		t.Errorf("%s's command tree is stale (go test ./internal/cli -run TestCLIDoc -update rewrites it):\n--- got\n%s\n--- want\n%s", cliDoc, tree, want)
 	}
-	for code, name := range map[int]string{ExitOK: "ExitOK", ExitError: "ExitError", ExitUsage: "ExitUsage", ExitNotReady: "ExitNotReady", ExitRefused: "ExitRefused"} {
+	for code, name := range map[int]string{ExitOK: "ExitOK", ExitError: "ExitError", ExitUsage: "ExitUsage", ExitNotReady: "ExitNotReady", ExitRefused: "ExitRefused", ExitDiffFailed: "ExitDiffFailed"} {
 		if !regexp.MustCompile(fmt.Sprintf(`(?m)^\| %d \|`, code)).MatchString(doc) {
 			t.Errorf("%s's exit-code table lacks a row for %d (%s)", cliDoc, code, name)
 		}

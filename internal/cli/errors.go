@@ -13,12 +13,18 @@ const (
 	ExitUsage    = 2 // the command line is wrong: unknown flag or command, missing or conflicting flags
 	ExitNotReady = 3 // a wait ended before the object was ready (timeout), or it failed
 	ExitRefused  = 4 // a plan refused the change (migration preflight)
+	// drover bundle diff exits as diff(1) and kubectl diff do: ExitOK when there is no
+	// difference, ExitDiffers when there are, and above 1 when it could not compare.
+	ExitDiffers    = 1 // bundle diff: the change would alter the cluster
+	ExitDiffFailed = 5 // bundle diff: any error but a usage error (which stays ExitUsage)
 )
 
 // ExitError is an error with the exit code drover ends with.
 type exitError struct {
 	code int
 	err  error
+	// quiet: an outcome, not a failure; nothing is printed on stderr.
+	quiet bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }

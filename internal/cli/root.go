@@ -3,6 +3,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -88,6 +89,9 @@ func exit(err error, stderr io.Writer) int {
 		return ExitOK
 	}
 	code := ExitCode(err)
+	if e := (*exitError)(nil); errors.As(err, &e) && e.quiet {
+		return code
+	}
 	fmt.Fprintf(stderr, "Error: %v\n", err)
 	if code == ExitUsage {
 		fmt.Fprintln(stderr, "Run with --help for usage.")
