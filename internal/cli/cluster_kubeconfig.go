@@ -382,6 +382,7 @@ func newClusterTokenCommand() *cobra.Command {
 		Long: `Print a client.authentication.k8s.io ExecCredential (JSON) with a short-lived token for a
 hosted cluster's API server, made with YOUR cloud credentials. The kubeconfigs of
 ` + "`drover cluster kubeconfig`" + ` run it as their exec plugin; you rarely run it yourself.`,
+		Example: "  drover cluster token eks --cluster-name prod --region us-west-2\n  drover cluster token gke",
 	}
 	var clusterName, region, endpoint string
 	eksCmd := &cobra.Command{
