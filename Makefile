@@ -40,7 +40,7 @@ run: build tools ## Build, then start drover server on the embedded control plan
 	$(BIN)/drover server --embedded --data-dir $(DATA_DIR) --bin-dir $(KUBE_BIN)
 
 .PHONY: demo
-demo: build tools ## Start drover with a demo world (simulated EKS/AKS/GKE clusters, two kwok clusters with agents, a Bundle); .drover-demo/ is deleted on exit.
+demo: build tools ## Start drover with a demo world (simulated EKS/AKS/GKE clusters, two kwok clusters with agents, a Bundle, two cloud-provider migrations, the dashboard); .drover-demo/ is deleted on exit.
 	$(BIN)/drover server --demo --data-dir $(ROOT)/.drover-demo --bin-dir $(KUBE_BIN) --zap-log-level=error --zap-stacktrace-level=panic
 
 .PHONY: test

@@ -95,7 +95,7 @@ func (d *Demo) simulateRKE2(ctx context.Context, c, down client.Client, ds *down
 	sim := distsim.New(distsim.Options{
 		Client: down, Management: c, Name: ds.name, Octet: octet, Namespace: metav1.NamespaceSystem,
 		RKE2: true, Provisioning: key, ControlPlanes: 1, Workers: 2, Misbehave: migrations[ds.name].misbehave,
-		Interval: 200 * time.Millisecond, Log: ctrl.LoggerFrom(ctx).WithName("distsim"),
+		Interval: 500 * time.Millisecond, Log: ctrl.LoggerFrom(ctx).WithName("distsim"),
 	})
 	if err := sim.Setup(ctx, "aws", false); err != nil {
 		return fmt.Errorf("simulate RKE2 on %s: %w", ds.name, err)

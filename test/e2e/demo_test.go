@@ -410,6 +410,26 @@ func demoMetrics(t *testing.T, c client.Client, addr string) error {
 	if got := m.sum("drover_bundles", map[string]string{"state": "not_ready"}); got != 0 {
 		errs = append(errs, fmt.Errorf("%v Bundles not ready", got))
 	}
+
+	// Migrations by phase and their steps by outcome agree with the finished migrations.
+	var migrations migrationv1alpha1.CloudProviderMigrationList
+	if err := c.List(ctx, &migrations); err != nil {
+		return err
+	}
+	steps := map[string]float64{}
+	for _, mig := range migrations.Items {
+		for _, st := range mig.Status.Steps {
+			steps[string(st.Phase)]++
+		}
+	}
+	want("drover_migrations", map[string]string{"phase": "Succeeded"}, "==", 1)
+	want("drover_migrations", map[string]string{"phase": "Failed"}, "==", 1)
+	for outcome, n := range steps {
+		want("drover_migration_steps", map[string]string{"outcome": outcome}, "==", n)
+	}
+	if steps["Succeeded"] != 7+4 || steps["Failed"] != 1 {
+		errs = append(errs, fmt.Errorf("migration steps by outcome %v, want 11 Succeeded (7 of edge-2, 4 of edge-1) and 1 Failed", steps))
+	}
 	return errors.Join(errs...)
 }
 
