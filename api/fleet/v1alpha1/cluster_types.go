@@ -107,6 +107,10 @@ type ClusterStatus struct {
 	// AgentDeployedGeneration is the redeployAgentGeneration the agent was last deployed for.
 	// +optional
 	AgentDeployedGeneration *int64 `json:"agentDeployedGeneration,omitempty"`
+	// BootstrapTokenUID is the UID of the import ClusterRegistrationToken whose token the
+	// bootstrap secret deployed downstream holds (manager-initiated registration).
+	// +optional
+	BootstrapTokenUID string `json:"bootstrapTokenUID,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

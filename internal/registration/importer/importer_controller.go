@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -225,6 +226,20 @@ func (r *Reconciler) importCluster(ctx context.Context, c *fleetv1alpha1.Cluster
 	if !full && !rebootstrap && !refresh {
 		return ctrl.Result{}, nil
 	}
+	if refresh {
+		if wait, ok := r.bootstrapCurrent(ctx, c); ok {
+			// The deployed bootstrap already carries the current import token: nothing to push
+			// until that token is due for replacement. Without this, every update of the
+			// Cluster before its agent checks in re-probed and re-pushed the bootstrap.
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if r.tokenPending(ctx, c) {
+		// The import token exists but its values are not issued yet: its status update
+		// re-triggers this. Probing the downstream again meanwhile (a new TLS connection each
+		// time, on every update of the token or the Cluster) was most of a mass import's work.
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
 
 	restCfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[fleetv1alpha1.KeyKubeconfig])
 	if err != nil {
@@ -234,7 +249,7 @@ func (r *Reconciler) importCluster(ctx context.Context, c *fleetv1alpha1.Cluster
 		return ctrl.Result{}, err
 	}
 
-	values, res, err := r.importValues(ctx, c)
+	values, tokenUID, res, err := r.importValues(ctx, c)
 	if err != nil || !res.IsZero() {
 		return res, err
 	}
@@ -243,11 +258,13 @@ func (r *Reconciler) importCluster(ctx context.Context, c *fleetv1alpha1.Cluster
 		if err := r.pushBootstrap(ctx, c, restCfg, values); err != nil {
 			return ctrl.Result{}, err
 		}
+		c.Status.BootstrapTokenUID = string(tokenUID)
 		return ctrl.Result{RequeueAfter: r.ImportTokenTTL / 4}, nil
 	}
 	if err := r.deploy(ctx, c, restCfg, values); err != nil {
 		return ctrl.Result{}, err
 	}
+	c.Status.BootstrapTokenUID = string(tokenUID)
 	ctrl.LoggerFrom(ctx).Info("Deployed agent to downstream cluster", "agentNamespace", agentNamespace(c), "newBootstrap", rebootstrap)
 	c.Status.APIServerURL, c.Status.APIServerCAHash = url, caHash
 	c.Status.AgentDeployedGeneration = &c.Spec.RedeployAgentGeneration
@@ -339,14 +356,38 @@ func (r *Reconciler) probe(ctx context.Context, cfg *rest.Config) error {
 	}
 }
 
+// bootstrapCurrent reports whether the bootstrap secret deployed downstream already holds c's
+// current import token, and how long until importValues replaces that token (when it has less
+// than half of ImportTokenTTL left).
+func (r *Reconciler) bootstrapCurrent(ctx context.Context, c *fleetv1alpha1.Cluster) (time.Duration, bool) {
+	tok := &fleetv1alpha1.ClusterRegistrationToken{}
+	if c.Status.BootstrapTokenUID == "" ||
+		r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: names.ImportTokenName(c.Name)}, tok) != nil ||
+		string(tok.UID) != c.Status.BootstrapTokenUID || !tok.DeletionTimestamp.IsZero() || tok.Status.Expires == nil {
+		return 0, false
+	}
+	wait := time.Until(tok.Status.Expires.Time) - r.ImportTokenTTL/2
+	return wait, wait > 0
+}
+
+// tokenPending reports whether c's import token exists (for this Cluster) with its values not
+// issued yet, as the cache sees it.
+func (r *Reconciler) tokenPending(ctx context.Context, c *fleetv1alpha1.Cluster) bool {
+	tok := &fleetv1alpha1.ClusterRegistrationToken{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: names.ImportTokenName(c.Name)}, tok); err != nil {
+		return false // importValues handles a missing token and errors
+	}
+	return tok.Labels[fleetv1alpha1.ClusterUIDLabel] == string(c.UID) && tok.Status.SecretName == ""
+}
+
 // importValues returns the values of the cluster's import token, creating the token if needed.
-func (r *Reconciler) importValues(ctx context.Context, c *fleetv1alpha1.Cluster) (map[string][]byte, ctrl.Result, error) {
+func (r *Reconciler) importValues(ctx context.Context, c *fleetv1alpha1.Cluster) (map[string][]byte, types.UID, ctrl.Result, error) {
 	name := names.ImportTokenName(c.Name)
 	tok := &fleetv1alpha1.ClusterRegistrationToken{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, tok)
 	if err == nil && tok.Labels[fleetv1alpha1.ClusterUIDLabel] != string(c.UID) {
 		// Left over from a deleted Cluster of the same name: never reuse its identity.
-		return nil, ctrl.Result{RequeueAfter: time.Second}, kube.Delete(ctx, r.Client, tok)
+		return nil, "", ctrl.Result{RequeueAfter: time.Second}, kube.Delete(ctx, r.Client, tok)
 	}
 	if apierrors.IsNotFound(err) {
 		tok = &fleetv1alpha1.ClusterRegistrationToken{
@@ -354,25 +395,25 @@ func (r *Reconciler) importValues(ctx context.Context, c *fleetv1alpha1.Cluster)
 			Spec:       fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: r.ImportTokenTTL}},
 		}
 		if err := r.Client.Create(ctx, tok); client.IgnoreAlreadyExists(err) != nil {
-			return nil, ctrl.Result{}, fmt.Errorf("create import token: %w", err)
+			return nil, "", ctrl.Result{}, fmt.Errorf("create import token: %w", err)
 		}
-		return nil, ctrl.Result{RequeueAfter: 5 * time.Second}, nil // the token watch usually comes first
+		return nil, "", ctrl.Result{RequeueAfter: 5 * time.Second}, nil // the token watch usually comes first
 	}
 	if err != nil {
-		return nil, ctrl.Result{}, fmt.Errorf("get import token: %w", err)
+		return nil, "", ctrl.Result{}, fmt.Errorf("get import token: %w", err)
 	}
 	if tok.Status.Expires != nil && time.Until(tok.Status.Expires.Time) < r.ImportTokenTTL/2 {
 		// Too close to expiry to hand to a new agent: start over with a fresh token.
-		return nil, ctrl.Result{RequeueAfter: time.Second}, kube.Delete(ctx, r.Client, tok)
+		return nil, "", ctrl.Result{RequeueAfter: time.Second}, kube.Delete(ctx, r.Client, tok)
 	}
 	if tok.Status.SecretName == "" {
-		return nil, ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+		return nil, "", ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 	s := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: tok.Status.SecretName}, s); err != nil {
-		return nil, ctrl.Result{}, fmt.Errorf("get import token values: %w", err)
+		return nil, "", ctrl.Result{}, fmt.Errorf("get import token values: %w", err)
 	}
-	return s.Data, ctrl.Result{}, nil
+	return s.Data, tok.UID, ctrl.Result{}, nil
 }
 
 // deploy applies the agent installation downstream. The old credential is deleted so that the
