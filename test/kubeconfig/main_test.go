@@ -15,9 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,37 +27,13 @@ var (
 	mgmt, downstream *envtest.Cluster
 	// backend is the downstream as the simulators' clusters' API server.
 	backend   = &simcore.Backend{Name: "downstream"}
-	reviewers = &reviewerSet{}
+	reviewers = &simcore.Reviewers{}
 	// droverDir holds the drover binary built for the tests; binDir kubectl.
 	droverDir, binDir string
 )
 
-type reviewerSet struct {
-	mu sync.Mutex
-	rs []simcore.TokenReviewer
-}
-
-func (s *reviewerSet) ReviewToken(b, token string) (simcore.ReviewedUser, bool, string) {
-	s.mu.Lock()
-	rs := slices.Clone(s.rs)
-	s.mu.Unlock()
-	for _, r := range rs {
-		if u, ok, why := r.ReviewToken(b, token); ok {
-			return u, ok, why
-		}
-	}
-	return simcore.ReviewedUser{}, false, ""
-}
-
 func register(t *testing.T, r simcore.TokenReviewer) {
-	reviewers.mu.Lock()
-	reviewers.rs = append(reviewers.rs, r)
-	reviewers.mu.Unlock()
-	t.Cleanup(func() {
-		reviewers.mu.Lock()
-		reviewers.rs = slices.DeleteFunc(reviewers.rs, func(x simcore.TokenReviewer) bool { return x == r })
-		reviewers.mu.Unlock()
-	})
+	t.Cleanup(reviewers.Add(r))
 }
 
 func TestMain(m *testing.M) {

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/droverhq/drover/pkg/cloudsim/simcore"
@@ -20,36 +18,11 @@ import (
 var (
 	downstream *envtest.Cluster
 	backend    = &simcore.Backend{Name: "one"}
-	reviewers  = &reviewerSet{}
+	reviewers  = &simcore.Reviewers{}
 )
 
-// reviewerSet is the simulators the webhook asks; each test registers its own.
-type reviewerSet struct {
-	mu sync.Mutex
-	rs []simcore.TokenReviewer
-}
-
-func (s *reviewerSet) ReviewToken(b, token string) (simcore.ReviewedUser, bool, string) {
-	s.mu.Lock()
-	rs := slices.Clone(s.rs)
-	s.mu.Unlock()
-	for _, r := range rs {
-		if u, ok, why := r.ReviewToken(b, token); ok {
-			return u, ok, why
-		}
-	}
-	return simcore.ReviewedUser{}, false, ""
-}
-
 func register(t *testing.T, r simcore.TokenReviewer) {
-	reviewers.mu.Lock()
-	reviewers.rs = append(reviewers.rs, r)
-	reviewers.mu.Unlock()
-	t.Cleanup(func() {
-		reviewers.mu.Lock()
-		reviewers.rs = slices.DeleteFunc(reviewers.rs, func(x simcore.TokenReviewer) bool { return x == r })
-		reviewers.mu.Unlock()
-	})
+	t.Cleanup(reviewers.Add(r))
 }
 
 func TestMain(m *testing.M) {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // Backend is a real Kubernetes API server that serves simulated clusters: their endpoint and CA
@@ -72,7 +74,8 @@ type tokenReviewStatus struct {
 
 // TokenReviewHandler answers Kubernetes TokenReview requests (authentication.k8s.io/v1, JSON, as
 // kube-apiserver's token webhook sends them) at TokenReviewPrefix+<backend>, asking each
-// reviewer in turn: the first that recognizes the token decides. Refusals are answered 200 with
+// reviewer in turn: a token is accepted when any reviewer accepts it, else refused with the
+// first refusal's reason. Refusals are answered 200 with
 // authenticated false and a reason, as the webhook protocol wants; the API server then answers
 // its client 401.
 func TokenReviewHandler(reviewers ...TokenReviewer) http.Handler {
@@ -100,23 +103,61 @@ func TokenReviewHandler(reviewers ...TokenReviewer) http.Handler {
 			apiVersion = "authentication.k8s.io/v1"
 		}
 		out := tokenReview{APIVersion: apiVersion, Kind: "TokenReview"}
-		out.Status.Error = "the token is of no kind this simulator issues"
-		for _, rv := range reviewers {
-			user, recognized, reason := rv.ReviewToken(backend, in.Spec.Token)
-			if !recognized {
-				continue
-			}
-			if reason != "" {
-				out.Status.Error = reason
-				break
-			}
+		if user, recognized, reason := review(reviewers, backend, in.Spec.Token); !recognized {
+			out.Status.Error = "the token is of no kind this simulator issues"
+		} else if reason != "" {
+			out.Status.Error = reason
+		} else {
 			out.Status = tokenReviewStatus{Authenticated: true, User: &user, Audiences: in.Spec.Audiences}
-			break
 		}
 		b, _ := json.Marshal(out)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(b)
 	})
+}
+
+// review asks every reviewer and accepts the token when one accepts it. Several simulators of
+// one provider may serve clusters on the same backend (tests start one each): one refusing a
+// token it did not issue must not hide the one that did. Otherwise the first refusal decides.
+func review(reviewers []TokenReviewer, backend, token string) (user ReviewedUser, recognized bool, reason string) {
+	for _, rv := range reviewers {
+		u, ok, why := rv.ReviewToken(backend, token)
+		switch {
+		case !ok:
+		case why == "":
+			return u, true, ""
+		case !recognized:
+			recognized, reason = true, why
+		}
+	}
+	return ReviewedUser{}, recognized, reason
+}
+
+// Reviewers is a set of TokenReviewers that changes while it serves (tests add a simulator
+// each); it reviews as TokenReviewHandler does.
+type Reviewers struct {
+	mu sync.Mutex
+	rs []TokenReviewer
+}
+
+// Add adds r; remove takes it out again.
+func (s *Reviewers) Add(r TokenReviewer) (remove func()) {
+	s.mu.Lock()
+	s.rs = append(s.rs, r)
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.rs = slices.DeleteFunc(s.rs, func(x TokenReviewer) bool { return x == r })
+		s.mu.Unlock()
+	}
+}
+
+// ReviewToken implements TokenReviewer.
+func (s *Reviewers) ReviewToken(backend, token string) (ReviewedUser, bool, string) {
+	s.mu.Lock()
+	rs := slices.Clone(s.rs)
+	s.mu.Unlock()
+	return review(rs, backend, token)
 }
 
 // WebhookKubeconfig returns a kubeconfig for kube-apiserver's

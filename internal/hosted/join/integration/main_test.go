@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,7 +50,7 @@ var (
 	// backend is the downstream as the simulators' clusters' API server.
 	backend = &simcore.Backend{Name: "downstream"}
 	// reviewers are the simulators the downstream's token webhook asks; tests register theirs.
-	reviewers = &reviewerSet{}
+	reviewers = &simcore.Reviewers{}
 	// joinClock is the join's clock: tests move it to make the kubeconfig token due.
 	joinClock = clocktesting.NewFakeClock(time.Now())
 	// events records the join's and the hosted reconciler's Events, to check no token is in one.
@@ -66,32 +65,8 @@ const (
 	retryInterval = time.Second
 )
 
-type reviewerSet struct {
-	mu sync.Mutex
-	rs []simcore.TokenReviewer
-}
-
-func (s *reviewerSet) ReviewToken(b, token string) (simcore.ReviewedUser, bool, string) {
-	s.mu.Lock()
-	rs := slices.Clone(s.rs)
-	s.mu.Unlock()
-	for _, r := range rs {
-		if u, ok, why := r.ReviewToken(b, token); ok {
-			return u, ok, why
-		}
-	}
-	return simcore.ReviewedUser{}, false, ""
-}
-
 func register(t testing.TB, r simcore.TokenReviewer) {
-	reviewers.mu.Lock()
-	reviewers.rs = append(reviewers.rs, r)
-	reviewers.mu.Unlock()
-	t.Cleanup(func() {
-		reviewers.mu.Lock()
-		reviewers.rs = slices.DeleteFunc(reviewers.rs, func(x simcore.TokenReviewer) bool { return x == r })
-		reviewers.mu.Unlock()
-	})
+	t.Cleanup(reviewers.Add(r))
 }
 
 func TestMain(m *testing.M) {
