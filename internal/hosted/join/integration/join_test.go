@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -426,10 +427,14 @@ func TestOptOutAndLabels(t *testing.T) {
 
 	update := func(f func(h *v1.Cluster)) {
 		t.Helper()
-		h := getHosted(t, w.ns, name)
-		patch := client.MergeFromWithOptions(h.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		f(h)
-		if err := mgmt.Client.Patch(ctx, h, patch); err != nil {
+		// Optimistic lock, as a user's edit: the controllers write the Cluster too, so a
+		// conflict is retried on the latest version.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			h := getHosted(t, w.ns, name)
+			patch := client.MergeFromWithOptions(h.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			f(h)
+			return mgmt.Client.Patch(ctx, h, patch)
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
