@@ -56,55 +56,15 @@ var clusterColumns = []column[*v1.Cluster]{
 		}
 		return "?"
 	}},
-	{name: "LOCATION", cell: clusterLocation},
+	{name: "LOCATION", cell: func(c *v1.Cluster) string { return orDash(c.Location()) }},
 	{name: "PHASE", cell: func(c *v1.Cluster) string { return orDash(string(c.Status.Phase)) }},
 	{name: "READY", cell: func(c *v1.Cluster) string { return condStatus(c, hosted.CondReady) }},
 	{name: "SYNCED", cell: func(c *v1.Cluster) string { return condStatus(c, hosted.CondSynced) }},
 	{name: "CONFLICT", cell: func(c *v1.Cluster) string { return condStatus(c, hosted.CondConflict) }},
 	{name: "LAST REFRESH", cell: func(c *v1.Cluster) string { return ago(c.Status.LastRefreshTime) }},
-	{name: "VERSION", wide: true, cell: clusterVersion},
+	{name: "VERSION", wide: true, cell: func(c *v1.Cluster) string { return orDash(c.KubernetesVersion()) }},
 	{name: "POLICY", wide: true, cell: func(c *v1.Cluster) string { return orDash(string(c.Spec.SyncPolicy)) }},
-	{name: "IMPORTED", wide: true, cell: func(c *v1.Cluster) string { return fmt.Sprint(clusterImported(c)) }},
-}
-
-func clusterLocation(c *v1.Cluster) string {
-	switch {
-	case c.Spec.EKSConfig != nil:
-		return c.Spec.EKSConfig.Region
-	case c.Spec.AKSConfig != nil:
-		return c.Spec.AKSConfig.ResourceLocation
-	case c.Spec.GKEConfig != nil:
-		return orDash(c.Spec.GKEConfig.Region + c.Spec.GKEConfig.Zone)
-	}
-	return "-"
-}
-
-func clusterVersion(c *v1.Cluster) string {
-	var v *string
-	switch {
-	case c.Spec.EKSConfig != nil:
-		v = c.Spec.EKSConfig.KubernetesVersion
-	case c.Spec.AKSConfig != nil:
-		v = c.Spec.AKSConfig.KubernetesVersion
-	case c.Spec.GKEConfig != nil:
-		v = c.Spec.GKEConfig.KubernetesVersion
-	}
-	if v == nil {
-		return "-"
-	}
-	return orDash(*v)
-}
-
-func clusterImported(c *v1.Cluster) bool {
-	switch {
-	case c.Spec.EKSConfig != nil:
-		return c.Spec.EKSConfig.Imported
-	case c.Spec.AKSConfig != nil:
-		return c.Spec.AKSConfig.Imported
-	case c.Spec.GKEConfig != nil:
-		return c.Spec.GKEConfig.Imported
-	}
-	return false
+	{name: "IMPORTED", wide: true, cell: func(c *v1.Cluster) string { return fmt.Sprint(c.Imported()) }},
 }
 
 func orAll(ns string) string {

@@ -278,10 +278,10 @@ func (h *Handler) hostedList(ctx context.Context, _ *http.Request, _ *viewer, s 
 	rows := make([]hostedRow, 0, len(clusters))
 	for i := range clusters {
 		c := &clusters[i]
-		row := hostedRow{Namespace: c.Namespace, Name: c.Name, Provider: providerName(c), Location: location(c), Version: version(c),
+		row := hostedRow{Namespace: c.Namespace, Name: c.Name, Provider: providerName(c), Location: orDash(c.Location()), Version: orDash(c.KubernetesVersion()),
 			Phase: orDash(string(c.Status.Phase)), Ready: condStatus(c.Status.Conditions, hosted.CondReady),
 			Synced: condStatus(c.Status.Conditions, hosted.CondSynced), LastRefresh: ago(now, c.Status.LastRefreshTime),
-			Imported: imported(c), Policy: string(c.Spec.SyncPolicy)}
+			Imported: c.Imported(), Policy: string(c.Spec.SyncPolicy)}
 		if cond := meta.FindStatusCondition(c.Status.Conditions, hosted.CondConflict); cond != nil && cond.Status == metav1.ConditionTrue {
 			row.Conflict, row.ConflictMessage = true, cond.Message
 		}
@@ -340,8 +340,8 @@ func (h *Handler) hostedCluster(ctx context.Context, r *http.Request, v *viewer,
 	}
 	l.Lists = []listInfo{ei}
 	h.setWatch(l, watchOf("hosted", ci, "metadata.name="+name), watchOf("events", ei, "involvedObject.uid="+string(c.UID)))
-	d := &hostedClusterData{Cluster: c, Provider: providerName(c), Location: location(c), Version: version(c), Policy: string(c.Spec.SyncPolicy),
-		Imported: imported(c), Conditions: c.Status.Conditions, LastRefresh: ago(h.opts.Now(), c.Status.LastRefreshTime),
+	d := &hostedClusterData{Cluster: c, Provider: providerName(c), Location: orDash(c.Location()), Version: orDash(c.KubernetesVersion()), Policy: string(c.Spec.SyncPolicy),
+		Imported: c.Imported(), Conditions: c.Status.Conditions, LastRefresh: ago(h.opts.Now(), c.Status.LastRefreshTime),
 		Refreshed:   r.URL.Query().Get("refreshed") != "",
 		RefreshPath: "/hosted/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/refresh"}
 	if f := c.Status.Fleet; f != nil {
@@ -813,56 +813,6 @@ func providerName(c *managementv1alpha1.Cluster) string {
 		return p.Name()
 	}
 	return "?"
-}
-
-func location(c *managementv1alpha1.Cluster) string {
-	switch {
-	case c.Spec.EKSConfig != nil:
-		return c.Spec.EKSConfig.Region
-	case c.Spec.AKSConfig != nil:
-		return c.Spec.AKSConfig.ResourceLocation
-	case c.Spec.GKEConfig != nil:
-		return orDash(c.Spec.GKEConfig.Region + c.Spec.GKEConfig.Zone)
-	}
-	return "-"
-}
-
-// version is the configured Kubernetes version, else the one read from the provider.
-func version(c *managementv1alpha1.Cluster) string {
-	var v *string
-	switch s := &c.Status; {
-	case c.Spec.EKSConfig != nil:
-		v = c.Spec.EKSConfig.KubernetesVersion
-		if v == nil && s.EKSStatus != nil && s.EKSStatus.UpstreamSpec != nil {
-			v = s.EKSStatus.UpstreamSpec.KubernetesVersion
-		}
-	case c.Spec.AKSConfig != nil:
-		v = c.Spec.AKSConfig.KubernetesVersion
-		if v == nil && s.AKSStatus != nil && s.AKSStatus.UpstreamSpec != nil {
-			v = s.AKSStatus.UpstreamSpec.KubernetesVersion
-		}
-	case c.Spec.GKEConfig != nil:
-		v = c.Spec.GKEConfig.KubernetesVersion
-		if v == nil && s.GKEStatus != nil && s.GKEStatus.UpstreamSpec != nil {
-			v = s.GKEStatus.UpstreamSpec.KubernetesVersion
-		}
-	}
-	if v == nil {
-		return "-"
-	}
-	return orDash(*v)
-}
-
-func imported(c *managementv1alpha1.Cluster) bool {
-	switch {
-	case c.Spec.EKSConfig != nil:
-		return c.Spec.EKSConfig.Imported
-	case c.Spec.AKSConfig != nil:
-		return c.Spec.AKSConfig.Imported
-	case c.Spec.GKEConfig != nil:
-		return c.Spec.GKEConfig.Imported
-	}
-	return false
 }
 
 func condTrue(conds []metav1.Condition, t string) bool {
