@@ -3,19 +3,18 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/droverhq/drover/internal/metrics/metricstest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 )
@@ -41,39 +40,8 @@ func bundleEvent(t *testing.T, name, reason string) eventsv1.Event {
 	return ev
 }
 
-// metric is the value of the sample of name whose labels include want, from controller-runtime's
-// registry (what drover server's /metrics serves).
-func metric(t *testing.T, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if labelsInclude(m, want) {
-				if c := m.GetCounter(); c != nil {
-					return c.GetValue()
-				}
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func labelsInclude(m *dto.Metric, want map[string]string) bool {
-	n := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-			n++
-		}
-	}
-	return n == len(want)
-}
+// metric reads a metric as drover server serves it.
+var metric = metricstest.Value
 
 // TestRolloutHalted: a new version that fails to apply on the first cluster it reaches halts a
 // rollout with maxUnavailable 1: the Bundle is Ready=False with reason RolloutHalted, a Warning

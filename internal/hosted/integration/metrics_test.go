@@ -1,50 +1,14 @@
 package integration
 
 import (
+	"github.com/droverhq/drover/internal/metrics/metricstest"
 	"testing"
-
-	dto "github.com/prometheus/client_model/go"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 )
 
-// metric is the value of the sample of name whose labels include want (a histogram's sample
-// count), from controller-runtime's registry, which drover server's /metrics serves.
-func metric(t *testing.T, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if labelsInclude(m, want) {
-				switch {
-				case m.GetHistogram() != nil:
-					return float64(m.GetHistogram().GetSampleCount())
-				case m.GetCounter() != nil:
-					return m.GetCounter().GetValue()
-				}
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func labelsInclude(m *dto.Metric, want map[string]string) bool {
-	n := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-			n++
-		}
-	}
-	return n == len(want)
-}
+// metric reads a metric as drover server serves it.
+var metric = metricstest.Value
 
 // TestHostedMetrics: after an EKS cluster is created, changed in the console and in drover at
 // once (a conflict) and in the console alone (adopted), the hosted metrics count the cluster

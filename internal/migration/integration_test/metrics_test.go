@@ -2,47 +2,17 @@ package integration_test
 
 import (
 	"fmt"
+	"github.com/droverhq/drover/internal/metrics/metricstest"
 	"testing"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 	"github.com/droverhq/drover/internal/migration"
 	"github.com/droverhq/drover/test/envtest"
 )
 
-// gauge is the value of the sample of name whose labels include want, from controller-runtime's
-// registry (what drover server's /metrics serves).
-func gauge(t *testing.T, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if labelsInclude(m, want) {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func labelsInclude(m *dto.Metric, want map[string]string) bool {
-	n := 0
-	for _, l := range m.GetLabel() {
-		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-			n++
-		}
-	}
-	return n == len(want)
-}
+// gauge reads a metric as drover server serves it.
+var gauge = metricstest.Value
 
 // TestMigrationMetrics runs an RKE2 migration through the controller: afterwards the migration
 // counts as Succeeded and each of its steps as a Succeeded step.
