@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
+	"github.com/droverhq/drover/test/envtest"
 	"io"
 	"os"
 	"os/exec"
@@ -35,22 +33,8 @@ type cliUser struct {
 
 func (u cliUser) run(bin string, args ...string) result {
 	u.t.Helper()
-	ctx, cancel := context.WithTimeout(u.t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+u.kubeconfig)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	switch {
-	case errors.As(err, &exitErr):
-		r.code = exitErr.ExitCode()
-	case err != nil:
-		u.t.Fatalf("%s %s: %v", filepath.Base(bin), strings.Join(args, " "), err)
-	}
-	return r
+	r := envtest.RunCommand(u.t, 3*time.Minute, append(os.Environ(), "KUBECONFIG="+u.kubeconfig), bin, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
 // drover runs drover and fails the test unless it exits with code.

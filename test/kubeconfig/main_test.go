@@ -7,9 +7,6 @@
 package kubeconfig
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -122,22 +119,8 @@ func newUser(t *testing.T, env ...string) user {
 
 func (u user) run(bin string, args ...string) result {
 	u.t.Helper()
-	ctx, cancel := context.WithTimeout(u.t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = u.env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	switch {
-	case errors.As(err, &exitErr):
-		r.code = exitErr.ExitCode()
-	case err != nil:
-		u.t.Fatalf("%s %s: %v", filepath.Base(bin), strings.Join(args, " "), err)
-	}
-	return r
+	r := envtest.RunCommand(u.t, 2*time.Minute, u.env, bin, args...)
+	return result{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
 // drover runs the drover binary and fails the test unless it exits with code.
