@@ -102,7 +102,7 @@ drover chooses the cluster explicitly and says which on its first line of output
 	f.BoolVar(&installCRDs, "install-crds", true, "apply drover's CRDs at start (false: Helm or GitOps owns them)")
 	f.StringVar(&opts.APIServerURL, "api-server-url", "", "management API URL that agents of registered clusters connect to, written to the registration ConfigMap (default with the embedded control plane: its own URL)")
 	f.StringVar(&caFile, "api-server-ca", "", "file with the PEM CA bundle agents use to verify --api-server-url (default with the embedded control plane: its own CA)")
-	f.StringVar(&webhookOpts.Addr, "webhook-bind-address", "", "address of the Git push webhook receiver (GitHub, GitLab, Gitea/Forgejo, Bitbucket), e.g. :8090 (default: off; see docs/gitrepo.md)")
+	f.StringVar(&webhookOpts.Addr, "webhook-bind-address", "", "address of the Git push webhook receiver (GitHub, GitLab, Gitea/Forgejo, Bitbucket), e.g. :8090 (default: off; see docs/gitops.md)")
 	f.StringVar(&webhookOpts.SecretName, "webhook-secret", webhook.DefaultSecretName, "Secret in "+server.SystemNamespace+" with the webhook secrets, one key per provider: github, gitlab, gitea, bitbucket")
 	logs.addZapFlags(cmd)
 	hostedOpts.addFlags(f)
