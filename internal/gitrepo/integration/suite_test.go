@@ -1,6 +1,7 @@
 // Package integration tests GitRepos end to end: a real Git server on loopback (Debian's git
-// serving the smart HTTP protocol through git http-backend behind net/http/cgi, and
-// git upload-pack behind an SSH server with a host key; repositories built with git commits), a management API server running drover's registration, bundle and
+// serving the smart HTTP protocol through git http-backend behind net/http/cgi, the Git
+// protocol through git daemon, and git upload-pack behind an SSH server with a host key;
+// repositories built with git commits), a management API server running drover's registration, bundle and
 // gitrepo controllers, and a downstream API server imported as the Cluster "plain" whose agent
 // runs here as a goroutine: a commit reaches the downstream cluster through Bundles and the agent.
 package integration
@@ -48,6 +49,7 @@ var (
 	mgmt, plain *envtest.Cluster
 	git         *gitServer
 	sshd        *sshGitServer
+	daemon      *gitDaemon
 )
 
 func TestMain(m *testing.M) {
@@ -70,6 +72,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer sshd.stop()
+	if daemon, err = startGitDaemon(filepath.Join(git.root, "repos"), git.home); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer daemon.stop()
 	type result struct {
 		c   *envtest.Cluster
 		err error
