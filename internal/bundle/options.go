@@ -7,5 +7,5 @@ import fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 // proposed Bundle spec with what a cluster runs on equal terms.
 func DeploymentOptions(s *fleetv1alpha1.BundleSpec) fleetv1alpha1.BundleDeploymentOptions {
 	return fleetv1alpha1.BundleDeploymentOptions{DefaultNamespace: s.DefaultNamespace, ForceConflicts: s.ForceConflicts,
-		CorrectDrift: s.CorrectDrift, KeepResources: s.KeepResources}
+		CorrectDrift: s.CorrectDrift, KeepResources: s.KeepResources, Diff: s.Diff.DeepCopy()}
 }

@@ -113,6 +113,9 @@ type BundleSpec struct {
 	// +listType=atomic
 	// +optional
 	DependsOn []BundleDependency `json:"dependsOn,omitempty"`
+	// Diff says which downstream differences are not drift (fields another controller owns).
+	// +optional
+	Diff *BundleDiff `json:"diff,omitempty"`
 }
 
 // NonReadyCluster is one cluster whose BundleDeployment is not ready.

@@ -21,6 +21,9 @@ type BundleDeploymentOptions struct {
 	// KeepResources leaves the applied resources downstream when the BundleDeployment is deleted.
 	// +optional
 	KeepResources bool `json:"keepResources,omitempty"`
+	// Diff says which downstream differences are not drift (the Bundle's spec.diff).
+	// +optional
+	Diff *BundleDiff `json:"diff,omitempty"`
 }
 
 // ContentReference names the BundleContent holding a BundleDeployment's manifests.
