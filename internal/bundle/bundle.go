@@ -23,6 +23,9 @@ import (
 const (
 	BundleNameLabel      = fleetv1alpha1.LabelPrefix + "bundle-name"
 	BundleNamespaceLabel = fleetv1alpha1.LabelPrefix + "bundle-namespace"
+	// CustomizationLabel on a BundleDeployment names the Bundle's target customization its
+	// cluster gets (absent: the Bundle's own version).
+	CustomizationLabel = fleetv1alpha1.LabelPrefix + "target-customization"
 	// FieldOwner is the bundle controllers' field manager.
 	FieldOwner = "drover-bundle"
 )

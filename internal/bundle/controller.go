@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -256,15 +257,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log := ctrl.LoggerFrom(ctx)
 	before := b.DeepCopy()
 
-	contentName, err := r.ensureContent(ctx, b)
+	def, err := r.variant(ctx, b, nil)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	spec := fleetv1alpha1.BundleDeploymentSpec{
-		Options: DeploymentOptions(&b.Spec),
-		Content: &fleetv1alpha1.ContentReference{Namespace: b.Namespace, Name: contentName},
-	}
-	spec.DeploymentID = contentName[:14] + ":" + shortHash(spec.Options)
 
 	clusters, err := r.candidates(ctx, b)
 	if err != nil {
@@ -283,6 +279,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if ok {
 			targeted[c.Status.Namespace] = c
 		}
+	}
+	// What each targeted cluster gets: the Bundle's own version, or its first matching target
+	// customization's.
+	wants, custom, err := r.wanted(ctx, b, def, targeted)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	wantID := func(bd *fleetv1alpha1.BundleDeployment) string {
+		if w := wants[bd.Namespace]; w != nil {
+			return w.spec.DeploymentID
+		}
+		return def.spec.DeploymentID
 	}
 
 	// Clusters on which a dependency is not ready get no new BundleDeployment and no update.
@@ -303,7 +311,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			continue
 		}
 		have[bd.Namespace] = true
-		current := equality.Semantic.DeepEqual(bd.Spec, spec)
+		w := wants[bd.Namespace]
+		current := equality.Semantic.DeepEqual(bd.Spec, w.spec) && bd.Labels[CustomizationLabel] == w.name
 		if limited && Disconnected(c) {
 			// A cluster whose agent is disconnected neither counts against maxUnavailable nor
 			// is updated: the rollout goes on over the connected clusters, and this one is
@@ -322,9 +331,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for ns, c := range targeted {
 		if !have[ns] && heldDeps[ns] == "" {
+			w := wants[ns]
+			l := bdLabels(b, c)
+			if w.name != "" {
+				l[CustomizationLabel] = w.name
+			}
 			create = append(create, &fleetv1alpha1.BundleDeployment{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: b.Name, Labels: bdLabels(b, c)},
-				Spec:       *spec.DeepCopy(),
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: b.Name, Labels: l},
+				Spec:       *w.spec.DeepCopy(),
 			})
 		}
 	}
@@ -354,7 +368,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			break
 		}
 		budget--
-		bd.Spec = *spec.DeepCopy()
+		w := wants[bd.Namespace]
+		bd.Spec = *w.spec.DeepCopy()
+		if w.name != "" {
+			if bd.Labels == nil {
+				bd.Labels = map[string]string{}
+			}
+			bd.Labels[CustomizationLabel] = w.name
+		} else {
+			delete(bd.Labels, CustomizationLabel)
+		}
 		update = append(update, bd)
 	}
 	if len(create)+len(update)+len(remove) > 0 {
@@ -383,10 +406,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	bds = append(bds, create...)
-	b.Status.ObservedGeneration, b.Status.Content, b.Status.DeploymentID = b.Generation, contentName, spec.DeploymentID
-	b.Status.Summary = summarize(bds, spec.DeploymentID, len(targeted))
+	b.Status.ObservedGeneration, b.Status.Content, b.Status.DeploymentID = b.Generation, def.spec.Content.Name, def.spec.DeploymentID
+	b.Status.Customizations = custom
+	b.Status.Summary = summarize(bds, wantID, len(targeted))
 	readyCond(b)
-	halted := !b.Spec.Rollout.Paused && len(outdated) > len(update) && len(update) == 0 && failedAt(bds, spec.DeploymentID) > 0
+	halted := !b.Spec.Rollout.Paused && len(outdated) > len(update) && len(update) == 0 && failedAt(bds, wantID) > 0
 	if halted {
 		s := b.Status.Summary
 		meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
@@ -395,7 +419,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 					"fix the Bundle (see status.summary.nonReadyClusters) or raise rollout.maxUnavailable", len(outdated)-len(update), s.ErrApplied)})
 	}
 	holdStatus(b, heldDeps, targeted, have)
-	b.Status.Contents = []string{contentName}
+	b.Status.Contents = []string{def.spec.Content.Name}
+	for _, c := range custom {
+		if !slices.Contains(b.Status.Contents, c.Content) {
+			b.Status.Contents = append(b.Status.Contents, c.Content)
+		}
+	}
 	for _, bd := range bds {
 		if ref := bd.Spec.Content; ref != nil && ref.Namespace == b.Namespace && !slices.Contains(b.Status.Contents, ref.Name) {
 			b.Status.Contents = append(b.Status.Contents, ref.Name)
@@ -479,22 +508,91 @@ func (r *Reconciler) eachPtr(items []fleetv1alpha1.BundleDeployment) []*fleetv1a
 	return out
 }
 
-// ensureContent stores the Bundle's resources as a BundleContent named by their hash. The
-// existence check reads metadata only (cached), so contents are never held in memory here.
-func (r *Reconciler) ensureContent(ctx context.Context, b *fleetv1alpha1.Bundle) (string, error) {
-	name, sum, err := ContentName(b.Spec.Resources, b.Spec.Helm)
+// want is what a targeted cluster's BundleDeployment must be.
+type want struct {
+	// name is the target customization's ("" for the Bundle's own version).
+	name string
+	spec fleetv1alpha1.BundleDeploymentSpec
+}
+
+// variant stores the content of b's version for the clusters of customization tc (nil: the
+// Bundle's own) and returns their BundleDeployment spec.
+func (r *Reconciler) variant(ctx context.Context, b *fleetv1alpha1.Bundle, tc *fleetv1alpha1.BundleTargetCustomization) (*want, error) {
+	resources, helm, opts := Variant(&b.Spec, tc)
+	contentName, err := r.ensureContent(ctx, b.Namespace, resources, helm)
+	if err != nil {
+		return nil, err
+	}
+	w := &want{spec: fleetv1alpha1.BundleDeploymentSpec{
+		Options: opts,
+		Content: &fleetv1alpha1.ContentReference{Namespace: b.Namespace, Name: contentName},
+	}}
+	if tc != nil {
+		w.name = tc.Name
+	}
+	w.spec.DeploymentID = contentName[:14] + ":" + shortHash(w.spec.Options)
+	return w, nil
+}
+
+// wanted returns, by cluster namespace, what each targeted cluster gets: def, or the version
+// of the first target customization it matches (whose content is stored once, however many
+// clusters use it), and the status of the customizations in use, in spec order.
+func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *want, targeted map[string]*fleetv1alpha1.Cluster) (map[string]*want, []fleetv1alpha1.CustomizationStatus, error) {
+	out := make(map[string]*want, len(targeted))
+	if len(b.Spec.TargetCustomizations) == 0 {
+		for ns := range targeted {
+			out[ns] = def
+		}
+		return out, nil, nil
+	}
+	byName := map[string]*want{}
+	count := map[string]int{}
+	for ns, c := range targeted {
+		tc, err := Customization(b, c)
+		if err != nil {
+			return nil, nil, reconcile.TerminalError(err)
+		}
+		if tc == nil {
+			out[ns] = def
+			continue
+		}
+		w := byName[tc.Name]
+		if w == nil {
+			if w, err = r.variant(ctx, b, tc); err != nil {
+				return nil, nil, err
+			}
+			byName[tc.Name] = w
+		}
+		out[ns] = w
+		count[tc.Name]++
+	}
+	var status []fleetv1alpha1.CustomizationStatus
+	for _, tc := range b.Spec.TargetCustomizations {
+		if w := byName[tc.Name]; w != nil {
+			status = append(status, fleetv1alpha1.CustomizationStatus{Name: tc.Name, Content: w.spec.Content.Name,
+				DeploymentID: w.spec.DeploymentID, Clusters: count[tc.Name]})
+		}
+	}
+	return out, status, nil
+}
+
+// ensureContent stores resources and helm as a BundleContent of namespace ns named by their
+// hash. The existence check reads metadata only (cached), so contents are never held in memory
+// here.
+func (r *Reconciler) ensureContent(ctx context.Context, ns string, resources []runtime.RawExtension, helm *fleetv1alpha1.BundleHelm) (string, error) {
+	name, sum, err := ContentName(resources, helm)
 	if err != nil {
 		return "", reconcile.TerminalError(err)
 	}
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(fleetv1alpha1.GroupVersion.WithKind("BundleContent"))
-	err = r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: name}, m)
+	err = r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m)
 	if err == nil || !apierrors.IsNotFound(err) {
 		return name, err
 	}
 	bc := &fleetv1alpha1.BundleContent{
-		ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: name, Labels: map[string]string{fleetv1alpha1.ManagedLabel: "true"}},
-		SHA256:     sum, Manifests: b.Spec.Resources, Helm: b.Spec.Helm,
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{fleetv1alpha1.ManagedLabel: "true"}},
+		SHA256:     sum, Manifests: resources, Helm: helm,
 	}
 	if err := r.Client.Create(ctx, bc, client.FieldOwner(FieldOwner)); client.IgnoreAlreadyExists(err) != nil {
 		return "", fmt.Errorf("create content %s: %w", name, err)
@@ -502,12 +600,13 @@ func (r *Reconciler) ensureContent(ctx context.Context, b *fleetv1alpha1.Bundle)
 	return name, nil
 }
 
-// failedAt counts the BundleDeployments that failed to apply deployment id.
-func failedAt(bds []*fleetv1alpha1.BundleDeployment, id string) int {
+// failedAt counts the BundleDeployments that failed to apply the deployment ID they should
+// have (id).
+func failedAt(bds []*fleetv1alpha1.BundleDeployment, id func(*fleetv1alpha1.BundleDeployment) string) int {
 	n := 0
 	for _, bd := range bds {
 		applied := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionApplied)
-		if bd.Spec.DeploymentID == id && applied != nil && applied.Status == metav1.ConditionFalse && applied.ObservedGeneration == bd.Generation &&
+		if bd.Spec.DeploymentID == id(bd) && applied != nil && applied.Status == metav1.ConditionFalse && applied.ObservedGeneration == bd.Generation &&
 			applied.Reason != fleetv1alpha1.ReasonUnknownKind {
 			n++
 		}
@@ -572,13 +671,13 @@ func readyAt(bd *fleetv1alpha1.BundleDeployment, id string) bool {
 	return bd.Status.AppliedDeploymentID == id && bd.Status.Ready && bd.Status.NonModified
 }
 
-func summarize(bds []*fleetv1alpha1.BundleDeployment, id string, desired int) fleetv1alpha1.BundleSummary {
+func summarize(bds []*fleetv1alpha1.BundleDeployment, id func(*fleetv1alpha1.BundleDeployment) string, desired int) fleetv1alpha1.BundleSummary {
 	s := fleetv1alpha1.BundleSummary{DesiredReady: desired}
 	sort.Slice(bds, func(i, j int) bool {
 		return bds[i].Labels[fleetv1alpha1.ClusterLabel] < bds[j].Labels[fleetv1alpha1.ClusterLabel]
 	})
 	for _, bd := range bds {
-		state, msg := DeploymentState(bd, id)
+		state, msg := DeploymentState(bd, id(bd))
 		switch state {
 		case StateOutOfDate:
 			s.OutOfDate++
@@ -610,7 +709,21 @@ const (
 	StateNotReady   = "NotReady"
 )
 
-// DeploymentState is a BundleDeployment's state against its Bundle's current deployment ID id,
+// WantedDeploymentID is the deployment ID of b's current version for the cluster of bd: that
+// of the target customization bd was last given, else b's own.
+func WantedDeploymentID(b *fleetv1alpha1.Bundle, bd *fleetv1alpha1.BundleDeployment) string {
+	if name := bd.Labels[CustomizationLabel]; name != "" {
+		for _, c := range b.Status.Customizations {
+			if c.Name == name {
+				return c.DeploymentID
+			}
+		}
+	}
+	return b.Status.DeploymentID
+}
+
+// DeploymentState is a BundleDeployment's state against its Bundle's current deployment ID id
+// (for that cluster: WantedDeploymentID),
 // as the Bundle's summary counts it, with a message saying why it is not ready (never a Secret
 // value). StateReady ("") when it applied id and is ready and unmodified.
 func DeploymentState(bd *fleetv1alpha1.BundleDeployment, id string) (state, msg string) {

@@ -206,7 +206,7 @@ func TestSummary(t *testing.T) {
 		}}),
 		bd("b", fleetv1alpha1.BundleDeploymentStatus{Conditions: []metav1.Condition{{Type: fleetv1alpha1.ConditionApplied, Status: metav1.ConditionFalse,
 			Reason: fleetv1alpha1.ReasonUnknownKind, Message: "Waiting for the cluster to serve Widget.example.com/v1; retrying"}}}),
-	}, id, 2)
+	}, func(*fleetv1alpha1.BundleDeployment) string { return id }, 2)
 	if s.Modified != 1 || s.Pending != 1 || s.ErrApplied != 0 || len(s.NonReadyClusters) != 2 {
 		t.Fatalf("summary %+v", s)
 	}
@@ -215,5 +215,146 @@ func TestSummary(t *testing.T) {
 	}
 	if got := s.NonReadyClusters[1]; got.State != "Pending" || !strings.Contains(got.Message, "Widget.example.com/v1") {
 		t.Errorf("unknown kind: %+v", got)
+	}
+}
+
+// TestTargetCustomizations: clusters matching different target customizations get their own
+// content (stored once per distinct content, listed in status.contents) and deployment IDs;
+// the first matching customization wins; a cluster matching none gets the Bundle's own; and
+// changing one customization rewrites only its clusters' BundleDeployments.
+func TestTargetCustomizations(t *testing.T) {
+	ctx := t.Context()
+	sel := func(env string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"env": env}}
+	}
+	objs := []client.Object{
+		cluster("dev1", map[string]string{"env": "dev", "all": "yes"}),
+		cluster("prod1", map[string]string{"env": "prod", "all": "yes"}),
+		cluster("prod2", map[string]string{"env": "prod", "all": "yes"}),
+		cluster("other", map[string]string{"all": "yes"}),
+	}
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "app", UID: "bundle-uid"},
+		Spec: fleetv1alpha1.BundleSpec{Targets: []fleetv1alpha1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"all": "yes"}}}},
+			Resources: rawCM(t, "default"), DefaultNamespace: "apps",
+			TargetCustomizations: []fleetv1alpha1.BundleTargetCustomization{
+				{Name: "prod2-only", ClusterName: "prod2", DefaultNamespace: "special"},
+				{Name: "prod", ClusterSelector: sel("prod"), Resources: rawCM(t, "prod")},
+				{Name: "prod-again", ClusterSelector: sel("prod"), Resources: rawCM(t, "never")},
+				{Name: "dev", ClusterSelector: sel("dev"), Resources: rawCM(t, "dev"), DefaultNamespace: "dev-ns"},
+			}}}
+	c := fake.NewClientBuilder().WithScheme(server.Scheme()).WithObjects(append(objs, b)...).
+		WithStatusSubresource(&fleetv1alpha1.Bundle{}, &fleetv1alpha1.BundleDeployment{}).
+		WithIndex(&fleetv1alpha1.BundleDeployment{}, bundleIndex, func(o client.Object) []string { return []string{bundleKey(o)} }).Build()
+	r := &Reconciler{Client: c, Workers: 4}
+	reconcileOnce := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deployments := func() map[string]fleetv1alpha1.BundleDeployment {
+		t.Helper()
+		var list fleetv1alpha1.BundleDeploymentList
+		if err := c.List(ctx, &list); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]fleetv1alpha1.BundleDeployment{}
+		for _, bd := range list.Items {
+			out[bd.Labels[fleetv1alpha1.ClusterLabel]] = bd
+		}
+		return out
+	}
+	contentOf := func(bd fleetv1alpha1.BundleDeployment) string {
+		t.Helper()
+		bc := &fleetv1alpha1.BundleContent{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "ws", Name: bd.Spec.Content.Name}, bc); err != nil {
+			t.Fatal(err)
+		}
+		return string(bc.Manifests[0].Raw)
+	}
+	reconcileOnce()
+	bds := deployments()
+	for _, tc := range []struct {
+		cluster, customization, data, namespace string
+	}{
+		{"other", "", "default", "apps"},
+		{"dev1", "dev", "dev", "dev-ns"},
+		{"prod1", "prod", "prod", "apps"},             // the first matching customization, not prod-again
+		{"prod2", "prod2-only", "default", "special"}, // matched first by name: only the namespace changes
+	} {
+		t.Run(tc.cluster, func(t *testing.T) {
+			bd := bds[tc.cluster]
+			if got := bd.Labels[CustomizationLabel]; got != tc.customization {
+				t.Errorf("customization label %q, want %q", got, tc.customization)
+			}
+			if got := contentOf(bd); !strings.Contains(got, `"v":"`+tc.data+`"`) {
+				t.Errorf("content %s, want data %s", got, tc.data)
+			}
+			if bd.Spec.Options.DefaultNamespace != tc.namespace {
+				t.Errorf("defaultNamespace %q, want %q", bd.Spec.Options.DefaultNamespace, tc.namespace)
+			}
+		})
+	}
+	ids := map[string]bool{}
+	for _, bd := range bds {
+		ids[bd.Spec.DeploymentID] = true
+	}
+	if len(ids) != 4 {
+		t.Errorf("%d distinct deployment IDs for 4 different versions", len(ids))
+	}
+	got := &fleetv1alpha1.Bundle{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
+		t.Fatal(err)
+	}
+	// Three distinct contents (default, prod, dev), each stored once and kept by status.contents.
+	var contents fleetv1alpha1.BundleContentList
+	if err := c.List(ctx, &contents); err != nil {
+		t.Fatal(err)
+	}
+	if len(contents.Items) != 3 || len(got.Status.Contents) != 3 {
+		t.Errorf("%d BundleContents, status.contents %v; want 3", len(contents.Items), got.Status.Contents)
+	}
+	if n := len(got.Status.Customizations); n != 3 { // prod-again is used by no cluster
+		t.Errorf("status.customizations %+v", got.Status.Customizations)
+	}
+	for name, bd := range bds {
+		if want := WantedDeploymentID(got, &bd); bd.Spec.DeploymentID != want {
+			t.Errorf("%s: WantedDeploymentID %s, BundleDeployment has %s", name, want, bd.Spec.DeploymentID)
+		}
+	}
+
+	// The agents report every cluster ready: the Bundle is ready (each against its own ID).
+	agentsReport(t, ctx, c, func(*fleetv1alpha1.BundleDeployment) bool { return false }, func(*fleetv1alpha1.BundleDeployment) bool { return false })
+	reconcileOnce()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
+		t.Fatal(err)
+	}
+	if s := got.Status.Summary; s.Ready != 4 || s.DesiredReady != 4 {
+		t.Fatalf("summary %+v, want 4/4 ready", s)
+	}
+
+	// Changing the dev customization rewrites dev1's BundleDeployment only.
+	before := deployments()
+	got.Spec.TargetCustomizations[3].Resources = rawCM(t, "dev-2")
+	if err := c.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce()
+	after := deployments()
+	for name, bd := range after {
+		changed := bd.ResourceVersion != before[name].ResourceVersion
+		if changed != (name == "dev1") {
+			t.Errorf("%s: BundleDeployment written: %v", name, changed)
+		}
+	}
+	if got := contentOf(after["dev1"]); !strings.Contains(got, `"v":"dev-2"`) {
+		t.Errorf("dev1 content %s", got)
+	}
+	// The old dev content is released once no BundleDeployment references it.
+	if err := c.List(ctx, &contents); err != nil {
+		t.Fatal(err)
+	}
+	if len(contents.Items) != 3 {
+		t.Errorf("%d BundleContents after the change, want 3", len(contents.Items))
 	}
 }

@@ -181,7 +181,7 @@ func (r *Reconciler) notReadyOn(ctx context.Context, d dependency, ns string) (s
 	switch {
 	case err != nil || bd.Labels[BundleNamespaceLabel] != d.bundle.Namespace:
 		return "Bundle " + d.name + " is not deployed on this cluster", nil
-	case !current || bd.Spec.DeploymentID != d.bundle.Status.DeploymentID || !readyAt(bd, bd.Spec.DeploymentID):
+	case !current || bd.Spec.DeploymentID != WantedDeploymentID(d.bundle, bd) || !readyAt(bd, bd.Spec.DeploymentID):
 		return "Bundle " + d.name + " is not ready", nil
 	}
 	return "", nil

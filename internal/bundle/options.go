@@ -1,6 +1,10 @@
 package bundle
 
-import fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+)
 
 // DeploymentOptions are the options of the BundleDeployments of a Bundle with spec s: how every
 // targeted cluster's agent applies its content. `drover bundle diff` uses them to compare a
@@ -8,4 +12,41 @@ import fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 func DeploymentOptions(s *fleetv1alpha1.BundleSpec) fleetv1alpha1.BundleDeploymentOptions {
 	return fleetv1alpha1.BundleDeploymentOptions{DefaultNamespace: s.DefaultNamespace, ForceConflicts: s.ForceConflicts,
 		CorrectDrift: s.CorrectDrift, KeepResources: s.KeepResources, Diff: s.Diff.DeepCopy()}
+}
+
+// Customization returns the first target customization of b that cluster c matches (Fleet's
+// rule), or nil: c then gets the Bundle's own content and options.
+func Customization(b *fleetv1alpha1.Bundle, c *fleetv1alpha1.Cluster) (*fleetv1alpha1.BundleTargetCustomization, error) {
+	for i := range b.Spec.TargetCustomizations {
+		tc := &b.Spec.TargetCustomizations[i]
+		ok, err := matchAny([]fleetv1alpha1.BundleTarget{{ClusterName: tc.ClusterName, ClusterSelector: tc.ClusterSelector}}, c)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return tc, nil
+		}
+	}
+	return nil, nil
+}
+
+// Variant is the content (resources or Helm chart and values) and options the clusters of
+// target customization tc of a Bundle with spec s get; with tc nil, the Bundle's own.
+func Variant(s *fleetv1alpha1.BundleSpec, tc *fleetv1alpha1.BundleTargetCustomization) ([]runtime.RawExtension, *fleetv1alpha1.BundleHelm, fleetv1alpha1.BundleDeploymentOptions) {
+	resources, helm, opts := s.Resources, s.Helm, DeploymentOptions(s)
+	if tc == nil {
+		return resources, helm, opts
+	}
+	if tc.DefaultNamespace != "" {
+		opts.DefaultNamespace = tc.DefaultNamespace
+	}
+	if len(tc.Resources) > 0 {
+		resources = tc.Resources
+	}
+	if helm != nil && tc.HelmValues != nil {
+		h := *helm
+		h.Values = tc.HelmValues
+		helm = &h
+	}
+	return resources, helm, opts
 }

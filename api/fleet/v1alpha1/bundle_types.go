@@ -66,8 +66,48 @@ type BundleHelm struct {
 	Values *runtime.RawExtension `json:"values,omitempty"`
 }
 
+// BundleTargetCustomization gives the targeted Clusters it matches their own content or
+// options. The first customization of spec.targetCustomizations a Cluster matches applies to it
+// (Fleet's rule); a Cluster matching none gets the Bundle's own. A customization selects no
+// Cluster outside spec.targets: it only changes what targeted Clusters get. One with neither
+// clusterName nor clusterSelector matches nothing; both set, a Cluster must satisfy both.
+type BundleTargetCustomization struct {
+	// Name identifies the customization (unique in the Bundle).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// ClusterName matches the Cluster of that name.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+	// ClusterSelector matches Clusters by label.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// DefaultNamespace replaces the Bundle's defaultNamespace on the matching Clusters (the
+	// namespace of resources without one, and of a Helm release).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	DefaultNamespace string `json:"defaultNamespace,omitempty"`
+	// Resources, when set, replace the Bundle's resources on the matching Clusters (for example
+	// a Kustomize overlay rendered for them). Only for Bundles of resources, not Helm. They are
+	// stored once, in their own BundleContent.
+	// +kubebuilder:validation:MaxItems=1000
+	// +listType=atomic
+	// +optional
+	Resources []runtime.RawExtension `json:"resources,omitempty"`
+	// HelmValues, when set, are the complete values of the Helm release on the matching
+	// Clusters (already merged over the Bundle's values), instead of spec.helm.values. Only for
+	// Helm Bundles. They may hold secrets: drover never copies them into status, events or logs.
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	HelmValues *runtime.RawExtension `json:"helmValues,omitempty"`
+}
+
 // BundleSpec is a set of manifests and the clusters they go to.
 // +kubebuilder:validation:XValidation:rule="!has(self.helm) || !has(self.resources) || size(self.resources) == 0",message="a Bundle has either resources or helm, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.helm) || !has(self.targetCustomizations) || self.targetCustomizations.all(t, !has(t.resources) || size(t.resources) == 0)",message="targetCustomizations of a Helm Bundle set helmValues, not resources"
+// +kubebuilder:validation:XValidation:rule="has(self.helm) || !has(self.targetCustomizations) || self.targetCustomizations.all(t, !has(t.helmValues))",message="targetCustomizations of a Bundle without helm set resources, not helmValues"
 type BundleSpec struct {
 	// Resources are the Kubernetes objects to deploy. They are stored once, in a BundleContent
 	// named after their sha256, which every BundleDeployment of the Bundle references.
@@ -116,6 +156,14 @@ type BundleSpec struct {
 	// Diff says which downstream differences are not drift (fields another controller owns).
 	// +optional
 	Diff *BundleDiff `json:"diff,omitempty"`
+	// TargetCustomizations give some targeted Clusters other content (resources or Helm
+	// values) or another defaultNamespace: the first one a Cluster matches applies to it. Each
+	// distinct content is stored once, in its own BundleContent.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	TargetCustomizations []BundleTargetCustomization `json:"targetCustomizations,omitempty"`
 }
 
 // NonReadyCluster is one cluster whose BundleDeployment is not ready.
@@ -154,6 +202,18 @@ type BundleSummary struct {
 	NonReadyClusters []NonReadyCluster `json:"nonReadyClusters,omitempty"`
 }
 
+// CustomizationStatus is the current version of one target customization.
+type CustomizationStatus struct {
+	// Name of the customization (spec.targetCustomizations[].name).
+	Name string `json:"name"`
+	// Content is the BundleContent of its Clusters.
+	Content string `json:"content"`
+	// DeploymentID of its Clusters' current version.
+	DeploymentID string `json:"deploymentID"`
+	// Clusters is how many targeted Clusters it applies to.
+	Clusters int `json:"clusters"`
+}
+
 // BundleStatus is the Bundle's rollout state.
 type BundleStatus struct {
 	// ObservedGeneration is the generation the status describes.
@@ -168,9 +228,16 @@ type BundleStatus struct {
 	// +listType=atomic
 	// +optional
 	Contents []string `json:"contents,omitempty"`
-	// DeploymentID of the current version.
+	// DeploymentID of the current version (of the Clusters no target customization matches).
 	// +optional
 	DeploymentID string `json:"deploymentID,omitempty"`
+	// Customizations are the content and deployment ID of the current version of each target
+	// customization some targeted Cluster uses.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Customizations []CustomizationStatus `json:"customizations,omitempty"`
 	// Summary counts the BundleDeployments by state.
 	// +optional
 	Summary BundleSummary `json:"summary,omitempty"`
