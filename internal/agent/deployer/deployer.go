@@ -174,7 +174,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if i == len(first) && len(rest) > 0 && !retrying {
 			r.waitEstablished(ctx, first)
 		}
-		st, err := r.apply(ctx, bd, u, force, false)
+		st, err := r.apply(ctx, bd, u, nil, force, false)
 		switch {
 		case meta.IsNoMatchError(err):
 			// The client's REST mapper re-reads discovery on a miss, so a retry sees a kind as
@@ -432,7 +432,9 @@ func stateOf(u *unstructured.Unstructured) fleetv1alpha1.ResourceState {
 }
 
 // apply server-side applies a copy of u; dryRun returns the object the apply would produce.
-func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployment, u *unstructured.Unstructured, force, dryRun bool) (fleetv1alpha1.ResourceState, error) {
+// The fields diff.ignore names keep their live values (live, or read when nil; see
+// keepIgnored).
+func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployment, u, live *unstructured.Unstructured, force, dryRun bool) (fleetv1alpha1.ResourceState, error) {
 	if err := r.resolve(bd, u); err != nil {
 		st := stateOf(u)
 		st.State, st.Message = StateFailed, err.Error()
@@ -440,6 +442,10 @@ func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployme
 	}
 	st := stateOf(u)
 	obj := u.DeepCopy()
+	if err := r.keepIgnored(ctx, bd, obj, live); err != nil {
+		st.State, st.Message = StateFailed, err.Error()
+		return st, err
+	}
 	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
 	if force {
 		opts = append(opts, client.ForceOwnership)
@@ -484,14 +490,15 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 			st.State, st.Message = StateFailed, err.Error()
 		default:
 			desired := u.DeepCopy()
-			if _, err := r.apply(ctx, bd, desired, true, true); err != nil {
+			if _, err := r.apply(ctx, bd, desired, live, true, true); err != nil {
 				failed = errors.Join(failed, err)
 				st.State, st.Message = StateFailed, err.Error()
 				break
 			}
 			// The report may reach anyone who can read Bundles: Diff hides Secret and
-			// sensitive values (see SensitiveWords), and only paths are logged.
-			if diffs := diffObjects(desired.Object, live.Object); len(diffs) > 0 {
+			// sensitive values (see SensitiveWords), and only paths are logged. Fields
+			// diff.ignore names are someone else's: not drift.
+			if diffs := diffObjects(desired.Object, live.Object, diffIgnore(bd, u)...); len(diffs) > 0 {
 				st.State, st.Message = StateModified, strings.Join(reports(diffs), "; ")
 				fields = paths(diffs)
 			}
@@ -504,7 +511,11 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 		}
 		if (st.State == StateModified || st.State == StateMissing) && bd.Spec.Options.CorrectDrift {
 			log.Info("Correcting drift", "kind", st.Kind, "namespace", st.Namespace, "name", st.Name, "fields", fields)
-			if _, err := r.apply(ctx, bd, u, true, false); err != nil {
+			var current *unstructured.Unstructured
+			if st.State == StateModified {
+				current = live
+			}
+			if _, err := r.apply(ctx, bd, u, current, true, false); err != nil {
 				failed = errors.Join(failed, err)
 			} else {
 				st = stateOf(u)

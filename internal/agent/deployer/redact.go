@@ -2,7 +2,9 @@ package deployer
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -57,11 +59,13 @@ func reports(diffs []fieldDiff) []string {
 	return out
 }
 
-// diffObjects compares desired with live, sorted by path.
-func diffObjects(desired, live map[string]any) []fieldDiff {
+// diffObjects compares desired with live, sorted by path, leaving out the fields at and below
+// the skipped paths (JSON pointers' reference tokens, see diffIgnore).
+func diffObjects(desired, live map[string]any, skip ...[]string) []fieldDiff {
 	var out []fieldDiff
 	secret := isSecret(desired)
-	diffValue("", desired, live, secret, secret, &out)
+	w := differ{secret: secret, skip: skip, out: &out}
+	w.value("", nil, desired, live, secret)
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	return out
 }
@@ -74,10 +78,29 @@ func paths(diffs []fieldDiff) []string {
 	return out
 }
 
-func diffValue(path string, d, l any, hide, secret bool, out *[]fieldDiff) {
-	if ignored[path] {
+// differ walks a desired and a live object side by side.
+type differ struct {
+	secret bool
+	skip   [][]string
+	out    *[]fieldDiff
+}
+
+// skipped reports whether the field at tokens is one of the skipped paths.
+func (w differ) skipped(tokens []string) bool {
+	for _, s := range w.skip {
+		if slices.Equal(s, tokens) {
+			return true
+		}
+	}
+	return false
+}
+
+// value compares the values d and l at path (tokens: its JSON pointer's reference tokens).
+func (w differ) value(path string, tokens []string, d, l any, hide bool) {
+	if ignored[path] || (len(tokens) > 0 && w.skipped(tokens)) {
 		return
 	}
+	secret, out := w.secret, w.out
 	switch dv := d.(type) {
 	case map[string]any:
 		lv, ok := l.(map[string]any)
@@ -97,7 +120,7 @@ func diffValue(path string, d, l any, hide, secret bool, out *[]fieldDiff) {
 				p = path + "." + k
 			}
 			h := hide || Sensitive(k) || k == "value" && (sensitiveName(dv) || sensitiveName(lv))
-			diffValue(p, dv[k], lv[k], h, secret, out)
+			w.value(p, append(slices.Clip(tokens), k), dv[k], lv[k], h)
 		}
 		return
 	case []any:
@@ -106,7 +129,7 @@ func diffValue(path string, d, l any, hide, secret bool, out *[]fieldDiff) {
 			break
 		}
 		for i := range dv {
-			diffValue(fmt.Sprintf("%s[%d]", path, i), dv[i], lv[i], hide, secret, out)
+			w.value(fmt.Sprintf("%s[%d]", path, i), append(slices.Clip(tokens), strconv.Itoa(i)), dv[i], lv[i], hide)
 		}
 		return
 	}
