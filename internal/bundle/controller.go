@@ -57,6 +57,8 @@ type Reconciler struct {
 	// is when this controller started (corrections before it are not announced again).
 	corrections sync.Map
 	started     time.Time
+	// pending holds this controller's BundleDeployment updates the cache may not show yet.
+	pending pendingWrites
 }
 
 // SetupWithManager registers the controller.
@@ -325,7 +327,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !readyAt(bd, bd.Spec.DeploymentID) {
 			unavailable++
 		}
-		if !current && heldDeps[bd.Namespace] == "" {
+		stale := r.pending.stale(bd) // updated by an earlier pass, which the cache does not show yet
+		if !current && heldDeps[bd.Namespace] == "" && !stale {
 			outdated = append(outdated, bd)
 		}
 	}
@@ -388,7 +391,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return client.IgnoreAlreadyExists(r.Client.Create(ctx, bd, client.FieldOwner(FieldOwner)))
 		}),
 		r.each(ctx, update, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
-			return r.Client.Update(ctx, bd, client.FieldOwner(FieldOwner))
+			from := bd.ResourceVersion
+			if err := r.Client.Update(ctx, bd, client.FieldOwner(FieldOwner)); err != nil {
+				return err
+			}
+			r.pending.wrote(bd.UID, from)
+			return nil
 		}),
 		r.each(ctx, remove, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
 			return client.IgnoreNotFound(r.Client.Delete(ctx, bd))
@@ -438,6 +446,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.record(b, before, bds)
 	for _, bd := range remove {
 		r.corrections.Delete(bd.UID)
+		r.pending.forget(bd.UID)
 	}
 	// Contents this Bundle stopped using go when no other Bundle lists them.
 	var released []string

@@ -1,0 +1,108 @@
+package bundle
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/server"
+)
+
+// staleBDs is a client whose BundleDeployment lists return old, when set (a cache that has not
+// seen the latest updates yet), and which counts BundleDeployment updates.
+type staleBDs struct {
+	client.Client
+	old     []fleetv1alpha1.BundleDeployment
+	updates int
+}
+
+func (c *staleBDs) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if l, ok := list.(*fleetv1alpha1.BundleDeploymentList); ok && c.old != nil {
+		l.Items = nil
+		for i := range c.old {
+			l.Items = append(l.Items, *c.old[i].DeepCopy())
+		}
+		return nil
+	}
+	return c.Client.List(ctx, list, opts...)
+}
+
+func (c *staleBDs) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if _, ok := obj.(*fleetv1alpha1.BundleDeployment); ok {
+		c.updates++
+	}
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+// TestNoSecondUpdateFromStaleCache: a pass that starts before the cache shows the previous
+// pass's BundleDeployment updates does not update them again (from the stale copy the API
+// server refuses with a conflict): one write per BundleDeployment per change. Once the cache
+// shows them, a later change updates them as usual.
+func TestNoSecondUpdateFromStaleCache(t *testing.T) {
+	ctx := t.Context()
+	objs := []client.Object{}
+	for i := range 3 {
+		objs = append(objs, cluster(fmt.Sprintf("c%d", i), map[string]string{"all": "yes"}))
+	}
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "app", UID: "bundle-uid"},
+		Spec: fleetv1alpha1.BundleSpec{Targets: []fleetv1alpha1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"all": "yes"}}}},
+			Resources: rawCM(t, "v1")}}
+	c := fake.NewClientBuilder().WithScheme(server.Scheme()).WithObjects(append(objs, b)...).
+		WithStatusSubresource(&fleetv1alpha1.Bundle{}, &fleetv1alpha1.BundleDeployment{}).
+		WithIndex(&fleetv1alpha1.BundleDeployment{}, bundleIndex, func(o client.Object) []string { return []string{bundleKey(o)} }).Build()
+	r := &Reconciler{Client: c, Workers: 2}
+	pass := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change := func(v string) {
+		t.Helper()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			t.Fatal(err)
+		}
+		b.Spec.Resources = rawCM(t, v)
+		if err := c.Update(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass() // creates the three BundleDeployments
+	change("v2")
+	var before fleetv1alpha1.BundleDeploymentList
+	if err := c.List(ctx, &before); err != nil {
+		t.Fatal(err)
+	}
+	counting := &staleBDs{Client: c}
+	r.Client = counting
+	pass() // updates them: the cache is current
+	if counting.updates != 3 {
+		t.Fatalf("%d updates, want 3", counting.updates)
+	}
+	counting.old = before.Items // the next pass reads the copies from before those updates
+	pass()
+	if counting.updates != 3 {
+		t.Errorf("a pass reading a stale cache wrote %d more updates, want none", counting.updates-3)
+	}
+	// The cache has caught up: a new change updates every one once.
+	var now fleetv1alpha1.BundleDeploymentList
+	if err := c.List(ctx, &now); err != nil {
+		t.Fatal(err)
+	}
+	change("v3")
+	counting = &staleBDs{Client: c, old: now.Items}
+	r.Client = counting
+	pass()
+	if counting.updates != 3 {
+		t.Errorf("%d updates after the cache caught up, want 3", counting.updates)
+	}
+	if n := countAt(t, ctx, c, currentID(t, ctx, c, b)); n != 3 {
+		t.Errorf("%d/3 BundleDeployments at the current version", n)
+	}
+}
