@@ -333,7 +333,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	for ns, c := range targeted {
-		if !have[ns] && heldDeps[ns] == "" {
+		// Created by an earlier pass, which the cache does not show yet: not created again.
+		if !r.pending.creating(ns, b.Name, have[ns]) && !have[ns] && heldDeps[ns] == "" {
 			w := wants[ns]
 			l := bdLabels(b, c)
 			if w.name != "" {
@@ -388,7 +389,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	err = errors.Join(
 		r.each(ctx, create, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
-			return client.IgnoreAlreadyExists(r.Client.Create(ctx, bd, client.FieldOwner(FieldOwner)))
+			if err := r.Client.Create(ctx, bd, client.FieldOwner(FieldOwner)); client.IgnoreAlreadyExists(err) != nil {
+				return err
+			}
+			r.pending.wroteCreate(bd.Namespace, bd.Name)
+			return nil
 		}),
 		r.each(ctx, update, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
 			from := bd.ResourceVersion

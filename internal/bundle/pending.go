@@ -2,20 +2,30 @@ package bundle
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 )
 
-// pendingWrites remembers, per BundleDeployment, the resourceVersion this controller's last
-// update replaced, until the cache shows another one. A Bundle's next pass often starts
-// before the watch has delivered all of the previous pass's updates (each of them enqueues the
-// Bundle): without this, it would see those BundleDeployments still outdated and update them
-// again from the stale copy, which the API server refuses (409 Conflict) and the controller
-// retries — two writes where one is needed. The watch event of the update enqueues the Bundle
-// again, so a BundleDeployment skipped here is looked at once the cache has caught up.
-type pendingWrites struct{ m sync.Map } // UID → resourceVersion the update replaced
+// pendingWrites remembers this controller's BundleDeployment writes until the cache shows them:
+// per BundleDeployment, the resourceVersion its last update replaced, and the ones it created.
+// A Bundle's next pass often starts before the watch has delivered all of the previous pass's
+// writes (each of them enqueues the Bundle): without this, it would see those
+// BundleDeployments still outdated, or missing, and write them again — an update from the
+// stale copy, which the API server refuses (409 Conflict) and the controller retries, or a
+// create refused as AlreadyExists: two writes where one is needed. The watch event of each
+// write enqueues the Bundle again, so a BundleDeployment skipped here is looked at once the
+// cache has caught up.
+type pendingWrites struct {
+	m       sync.Map // UID → resourceVersion the update replaced
+	created sync.Map // namespace/name → when it was created
+}
+
+// createdFor is how long a create not seen in the cache yet holds off creating it again: a
+// BundleDeployment deleted before the cache saw it is created again after this.
+const createdFor = 2 * time.Minute
 
 // wrote records that bd, read at resourceVersion from, was updated.
 func (p *pendingWrites) wrote(uid types.UID, from string) { p.m.Store(uid, from) }
@@ -32,6 +42,24 @@ func (p *pendingWrites) stale(bd *fleetv1alpha1.BundleDeployment) bool {
 	}
 	p.m.Delete(bd.UID) // the cache has seen the update (or something newer)
 	return false
+}
+
+// wroteCreate records that BundleDeployment ns/name was created (or already existed).
+func (p *pendingWrites) wroteCreate(ns, name string) { p.created.Store(ns+"/"+name, time.Now()) }
+
+// creating reports whether BundleDeployment ns/name, which the cache shows (inCache) or not,
+// was created by this controller and is not in the cache yet.
+func (p *pendingWrites) creating(ns, name string, inCache bool) bool {
+	key := ns + "/" + name
+	v, ok := p.created.Load(key)
+	if !ok {
+		return false
+	}
+	if inCache || time.Since(v.(time.Time)) > createdFor {
+		p.created.Delete(key)
+		return false
+	}
+	return true
 }
 
 // forget drops what is remembered of a deleted BundleDeployment.

@@ -18,8 +18,15 @@ import (
 // seen the latest updates yet), and which counts BundleDeployment updates.
 type staleBDs struct {
 	client.Client
-	old     []fleetv1alpha1.BundleDeployment
-	updates int
+	old              []fleetv1alpha1.BundleDeployment
+	creates, updates int
+}
+
+func (c *staleBDs) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if _, ok := obj.(*fleetv1alpha1.BundleDeployment); ok {
+		c.creates++
+	}
+	return c.Client.Create(ctx, obj, opts...)
 }
 
 func (c *staleBDs) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
@@ -40,11 +47,12 @@ func (c *staleBDs) Update(ctx context.Context, obj client.Object, opts ...client
 	return c.Client.Update(ctx, obj, opts...)
 }
 
-// TestNoSecondUpdateFromStaleCache: a pass that starts before the cache shows the previous
-// pass's BundleDeployment updates does not update them again (from the stale copy the API
-// server refuses with a conflict): one write per BundleDeployment per change. Once the cache
-// shows them, a later change updates them as usual.
-func TestNoSecondUpdateFromStaleCache(t *testing.T) {
+// TestNoSecondWriteFromStaleCache: a pass that starts before the cache shows the previous
+// pass's BundleDeployment writes does not write them again: no second create (refused as
+// AlreadyExists), no second update (from the stale copy, refused with a conflict); one write
+// per BundleDeployment per change. Once the cache shows them, a later change updates them as
+// usual.
+func TestNoSecondWriteFromStaleCache(t *testing.T) {
 	ctx := t.Context()
 	objs := []client.Object{}
 	for i := range 3 {
@@ -73,13 +81,20 @@ func TestNoSecondUpdateFromStaleCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	counting := &staleBDs{Client: c}
+	r.Client = counting
 	pass() // creates the three BundleDeployments
+	counting.old = []fleetv1alpha1.BundleDeployment{} // a cache that does not show them yet
+	pass()
+	if counting.creates != 3 {
+		t.Fatalf("%d creates, want 3 (none again while the cache does not show them)", counting.creates)
+	}
 	change("v2")
 	var before fleetv1alpha1.BundleDeploymentList
 	if err := c.List(ctx, &before); err != nil {
 		t.Fatal(err)
 	}
-	counting := &staleBDs{Client: c}
+	counting = &staleBDs{Client: c}
 	r.Client = counting
 	pass() // updates them: the cache is current
 	if counting.updates != 3 {
