@@ -32,6 +32,8 @@ const (
 // viewer is the identity a request is served with.
 type viewer struct {
 	client client.WithWatch
+	// rest lists (listStream).
+	rest   rest.Interface
 	config *rest.Config
 	user   string
 	// secret is what the session rests on (token or access key); the CSRF token derives from it.
@@ -102,7 +104,17 @@ func homeNamespaces(r *http.Request, configured []string) []string {
 }
 
 func (h *Handler) newViewer(ctx context.Context, cfg *rest.Config, secret string) (*viewer, error) {
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: h.scheme, Mapper: h.mapper})
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: h.scheme, Mapper: h.mapper, HTTPClient: hc})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	rcfg := rest.CopyConfig(cfg)
+	rcfg.NegotiatedSerializer = h.codecs
+	rc, err := rest.UnversionedRESTClientForConfigAndClient(rcfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
@@ -110,7 +122,7 @@ func (h *Handler) newViewer(ctx context.Context, cfg *rest.Config, secret string
 	if err != nil {
 		return nil, err
 	}
-	return &viewer{client: c, config: cfg, user: user, secret: secret}, nil
+	return &viewer{client: c, rest: rc, config: cfg, user: user, secret: secret}, nil
 }
 
 // whoAmI asks the API server who the credential is (SelfSubjectReview), remembered for

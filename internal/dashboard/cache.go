@@ -2,15 +2,14 @@ package dashboard
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -40,7 +39,9 @@ type viewCache struct {
 type entry struct {
 	key, kind, namespace, field string
 	created                     time.Time
-	client                      client.WithWatch
+	// client watches and rest lists, with the viewer's credential.
+	client client.WithWatch
+	rest   rest.Interface
 	// refreshing: a fresh list to replace this entry is on its way (vc.mu).
 	refreshing bool
 
@@ -77,7 +78,7 @@ func (vc *viewCache) get(ctx context.Context, v *viewer, kind, ns, field string)
 	switch {
 	case e == nil:
 		vc.evict()
-		e = vc.newEntry(key, kind, ns, field, v.client)
+		e = vc.newEntry(key, kind, ns, field, v.client, v.rest)
 		vc.entries[key] = e
 		if !vc.janitor {
 			vc.janitor = true
@@ -87,7 +88,7 @@ func (vc *viewCache) get(ctx context.Context, v *viewer, kind, ns, field string)
 		vc.start(e)
 	case now.Sub(e.created) > vc.maxAge && !e.refreshing:
 		e.refreshing = true
-		e.client = v.client // the viewer's latest credential
+		e.client, e.rest = v.client, v.rest // the viewer's latest credential
 		vc.mu.Unlock()
 		go vc.refresh(e)
 	default:
@@ -106,9 +107,9 @@ func (vc *viewCache) get(ctx context.Context, v *viewer, kind, ns, field string)
 	return e, nil
 }
 
-func (vc *viewCache) newEntry(key, kind, ns, field string, c client.WithWatch) *entry {
+func (vc *viewCache) newEntry(key, kind, ns, field string, c client.WithWatch, rc rest.Interface) *entry {
 	now := vc.now()
-	return &entry{key: key, kind: kind, namespace: ns, field: field, created: now, client: c, ready: make(chan struct{}),
+	return &entry{key: key, kind: kind, namespace: ns, field: field, created: now, client: c, rest: rc, ready: make(chan struct{}),
 		objects: map[string]client.Object{}, subs: map[chan struct{}]struct{}{}, lastUsed: now}
 }
 
@@ -116,7 +117,7 @@ func (vc *viewCache) newEntry(key, kind, ns, field string, c client.WithWatch) *
 // subscribers follow the fresh one).
 func (vc *viewCache) refresh(old *entry) {
 	vc.mu.Lock()
-	fresh := vc.newEntry(old.key, old.kind, old.namespace, old.field, old.client)
+	fresh := vc.newEntry(old.key, old.kind, old.namespace, old.field, old.client, old.rest)
 	vc.mu.Unlock()
 	vc.start(fresh)
 	<-fresh.ready
@@ -135,14 +136,14 @@ func (vc *viewCache) refresh(old *entry) {
 
 // start lists the entry (callers wait on ready) and keeps it current with a watch.
 func (vc *viewCache) start(e *entry) {
-	c := e.client
+	c, rc := e.client, e.rest
 	ctx, cancel := context.WithCancel(context.Background())
 	e.mu.Lock()
 	e.stop = cancel
 	e.mu.Unlock()
 	go func() {
 		defer cancel()
-		rv, err := e.relist(ctx, c)
+		rv, err := e.relist(ctx, rc)
 		switch {
 		case apierrors.IsForbidden(err):
 			e.forbidden = true
@@ -153,49 +154,35 @@ func (vc *viewCache) start(e *entry) {
 		if err != nil {
 			return
 		}
-		e.follow(ctx, c, rv, vc.log.WithValues("kind", e.kind, "namespace", e.namespace))
+		e.follow(ctx, c, rc, rv, vc.log.WithValues("kind", e.kind, "namespace", e.namespace))
 		e.kill()
 		vc.drop(e)
 	}()
 }
 
 // relist lists the kind and replaces the entry's objects.
-func (e *entry) relist(ctx context.Context, c client.WithWatch) (string, error) {
-	list := watchKinds[e.kind]()
-	opts := []client.ListOption{client.InNamespace(e.namespace)}
-	if e.field != "" {
-		opts = append(opts, &client.ListOptions{Raw: &metav1.ListOptions{FieldSelector: e.field}})
-	}
+func (e *entry) relist(ctx context.Context, rc rest.Interface) (string, error) {
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := c.List(lctx, list, opts...); err != nil {
+	objects, rv, err := listStream(lctx, rc, watchKinds[e.kind], e.namespace, e.field)
+	if err != nil {
 		return "", err
 	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return "", fmt.Errorf("list %s: %w", e.kind, err)
-	}
-	objects := make(map[string]client.Object, len(items))
-	for _, it := range items {
-		if o, ok := it.(client.Object); ok {
-			objects[objectKey(o)] = trim(o)
-		}
-	}
 	e.mu.Lock()
-	e.objects, e.rv = objects, list.GetResourceVersion()
+	e.objects, e.rv = objects, rv
 	e.mu.Unlock()
 	e.notify()
-	return list.GetResourceVersion(), nil
+	return rv, nil
 }
 
 // follow applies the watch's events to the entry until ctx ends or the viewer may no longer
 // watch; the watch is re-opened where it stopped, and after a gap too long for the API server
 // (410 Gone) the kind is listed again.
-func (e *entry) follow(ctx context.Context, c client.WithWatch, rv string, log logr.Logger) {
+func (e *entry) follow(ctx context.Context, c client.WithWatch, rc rest.Interface, rv string, log logr.Logger) {
 	backoff := time.Second
 	for ctx.Err() == nil {
 		opts := &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, FieldSelector: e.field}
-		wi, err := c.Watch(ctx, watchKinds[e.kind](), client.InNamespace(e.namespace), &client.ListOptions{Raw: opts})
+		wi, err := c.Watch(ctx, watchKinds[e.kind].list(), client.InNamespace(e.namespace), &client.ListOptions{Raw: opts})
 		if err != nil {
 			if ctx.Err() != nil || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 				return
@@ -213,7 +200,7 @@ func (e *entry) follow(ctx context.Context, c client.WithWatch, rv string, log l
 		next, gone := e.apply(ctx, wi, rv)
 		rv = next
 		if gone {
-			if rv, err = e.relist(ctx, c); err != nil {
+			if rv, err = e.relist(ctx, rc); err != nil {
 				return
 			}
 		}

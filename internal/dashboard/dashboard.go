@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -74,6 +75,7 @@ type Handler struct {
 	opts   Options
 	base   *rest.Config
 	scheme *runtime.Scheme
+	codecs runtime.NegotiatedSerializer
 	mapper meta.RESTMapper
 	mux    *http.ServeMux
 	pages  map[string]*pageTemplate
@@ -106,7 +108,8 @@ func New(opts Options) (*Handler, error) {
 	if opts.ListMaxAge == 0 {
 		opts.ListMaxAge = time.Minute
 	}
-	h := &Handler{opts: opts, scheme: newScheme(), mapper: newMapper(), sessions: map[string]session{},
+	scheme := newScheme()
+	h := &Handler{opts: opts, scheme: scheme, codecs: serializer.NewCodecFactory(scheme).WithoutConversion(), mapper: newMapper(), sessions: map[string]session{},
 		cache: newViewCache(opts.ListMaxAge, opts.Now, ctrl.Log.WithName("dashboard"))}
 	if opts.APIServer != nil {
 		h.base = rest.AnonymousClientConfig(opts.APIServer)

@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
@@ -21,13 +20,17 @@ import (
 )
 
 // watchKinds are the kinds a page may watch.
-var watchKinds = map[string]func() client.ObjectList{
-	"hosted":            func() client.ObjectList { return &managementv1alpha1.ClusterList{} },
-	"fleet":             func() client.ObjectList { return &fleetv1alpha1.ClusterList{} },
-	"bundles":           func() client.ObjectList { return &fleetv1alpha1.BundleList{} },
-	"bundledeployments": func() client.ObjectList { return &fleetv1alpha1.BundleDeploymentList{} },
-	"migrations":        func() client.ObjectList { return &migrationv1alpha1.CloudProviderMigrationList{} },
-	"events":            func() client.ObjectList { return &corev1.EventList{} },
+var watchKinds = map[string]kindSpec{
+	"hosted":     kindOf[managementv1alpha1.Cluster, managementv1alpha1.ClusterList](managementv1alpha1.GroupVersion, "clusters"),
+	"fleet":      kindOf[fleetv1alpha1.Cluster, fleetv1alpha1.ClusterList](fleetv1alpha1.GroupVersion, "clusters"),
+	"bundles":    kindOf[fleetv1alpha1.Bundle, fleetv1alpha1.BundleList](fleetv1alpha1.GroupVersion, "bundles"),
+	"migrations": kindOf[migrationv1alpha1.CloudProviderMigration, migrationv1alpha1.CloudProviderMigrationList](migrationv1alpha1.GroupVersion, "cloudprovidermigrations"),
+	"events":     kindOf[corev1.Event, corev1.EventList](corev1.SchemeGroupVersion, "events"),
+	"bundledeployments": func() kindSpec {
+		k := kindOf[fleetv1alpha1.BundleDeployment, fleetv1alpha1.BundleDeploymentList](fleetv1alpha1.GroupVersion, "bundledeployments")
+		k.skipManifests = true
+		return k
+	}(),
 }
 
 // watchSpec is one kind a page shows: where it was listed, at which resourceVersions, with
@@ -101,7 +104,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, v *viewer) {
 	type follow struct{ kind, ns, field, rv string }
 	var follows []follow
 	for _, s := range specs {
-		if watchKinds[s.Kind] == nil || len(s.Namespaces) > maxFallbackNamespaces {
+		if _, ok := watchKinds[s.Kind]; !ok || len(s.Namespaces) > maxFallbackNamespaces {
 			http.Error(w, "bad watch request", http.StatusBadRequest)
 			return
 		}

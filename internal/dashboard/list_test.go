@@ -1,0 +1,91 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
+	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
+	"github.com/droverhq/drover/internal/dashboard"
+)
+
+// TestDecodeList: the dashboard's streaming decoder reads every kind's list, as the real API
+// server sends it, into the same objects as the API machinery's decoder, less what it skips
+// (managed fields, a BundleDeployment's inline manifests).
+func TestDecodeList(t *testing.T) {
+	t.Parallel()
+	ns := mgmt.Namespace(t)
+	f := newFleet(t, ns)
+	// A BundleDeployment with inline manifests and a content reference, in the fixture's namespace.
+	withManifests := &fleetv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "inline", Labels: map[string]string{"a": "b"}},
+		Spec: fleetv1alpha1.BundleDeploymentSpec{DeploymentID: "x", Manifests: []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}`)}},
+			Content: &fleetv1alpha1.ContentReference{Namespace: ns, Name: "s-1"}}}
+	createAll(t, withManifests)
+	rc := kubernetes.NewForConfigOrDie(mgmt.Config).CoreV1().RESTClient()
+	decoder := serializer.NewCodecFactory(mgmt.Client.Scheme()).UniversalDeserializer()
+	for _, tc := range []struct {
+		kind, ns string
+		list     client.ObjectList
+		want     int
+	}{
+		{"hosted", ns, &managementv1alpha1.ClusterList{}, 3},
+		{"fleet", ns, &fleetv1alpha1.ClusterList{}, 3},
+		{"bundles", ns, &fleetv1alpha1.BundleList{}, 2},
+		{"bundledeployments", f.edge1.Status.Namespace, &fleetv1alpha1.BundleDeploymentList{}, 2},
+		{"bundledeployments", ns, &fleetv1alpha1.BundleDeploymentList{}, 1},
+		{"migrations", ns, &migrationv1alpha1.CloudProviderMigrationList{}, 1},
+		{"events", ns, &corev1.EventList{}, 1},
+	} {
+		t.Run(tc.kind+" in "+tc.ns, func(t *testing.T) {
+			raw, err := rc.Get().AbsPath(dashboard.KindURL(tc.kind, tc.ns)).SetHeader("Accept", "application/json").DoRaw(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, rv, err := dashboard.DecodeList(bytes.NewReader(raw), tc.kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := decoder.Decode(raw, nil, tc.list); err != nil {
+				t.Fatal(err)
+			}
+			items, err := meta.ExtractList(tc.list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rv == "" || rv != tc.list.GetResourceVersion() {
+				t.Errorf("resourceVersion %q, want %q", rv, tc.list.GetResourceVersion())
+			}
+			if len(got) != tc.want || len(items) != tc.want {
+				t.Fatalf("decoded %d objects, the API machinery %d, want %d", len(got), len(items), tc.want)
+			}
+			for _, it := range items {
+				want := it.(client.Object)
+				if len(want.GetManagedFields()) == 0 {
+					t.Errorf("%s has no managed fields: the test would not show that they are skipped", want.GetName())
+				}
+				want.SetManagedFields(nil)
+				if bd, ok := want.(*fleetv1alpha1.BundleDeployment); ok {
+					bd.Spec.Manifests = nil
+				}
+				have := got[want.GetNamespace()+"/"+want.GetName()]
+				if !equality.Semantic.DeepEqual(have, want) {
+					w, _ := json.Marshal(want)
+					h, _ := json.Marshal(have)
+					t.Errorf("%s decoded differently:\nwant %s\nhave %s", want.GetName(), w, h)
+				}
+			}
+		})
+	}
+}
