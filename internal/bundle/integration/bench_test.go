@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -29,6 +28,7 @@ import (
 	"github.com/droverhq/drover/internal/registration/local"
 	"github.com/droverhq/drover/internal/registration/names"
 	"github.com/droverhq/drover/internal/server"
+	"github.com/droverhq/drover/test/envtest"
 )
 
 // The benchmark runs the controllers in a child process (this test binary, re-executed) so
@@ -97,62 +97,12 @@ func benchBundle(b *testing.B, n int) {
 	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	child := exec.Command(os.Args[0])
-	child.Env = append(os.Environ(), benchControllerEnv+"=1", benchKubeconfigEnv+"="+kcPath)
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		b.Fatal(err)
-	}
-	stopped := false
-	stopChild := func() {
-		if !stopped {
-			stopped = true
-			_ = child.Process.Signal(syscall.SIGTERM)
-			_ = child.Wait()
-		}
-	}
-	defer stopChild()
+	child := envtest.StartChild(b, benchControllerEnv+"=1", benchKubeconfigEnv+"="+kcPath)
 
-	// Not timed: n registered Clusters (the cluster controller creates their namespaces).
-	eventually(b, 30*time.Second, func() error { return m.Client.Get(ctx, client.ObjectKey{Name: ws}, &corev1.Namespace{}) })
-	parallel(n, 32, func(i int) {
-		c := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: fmt.Sprintf("c-%04d", i), Labels: map[string]string{"bench": "true"}}}
-		if err := m.Client.Create(ctx, c); err != nil {
-			b.Error(err)
-		}
-	})
-	eventually(b, 120*time.Second, func() error {
-		var list fleetv1alpha1.ClusterList
-		if err := m.Client.List(ctx, &list, client.InNamespace(ws)); err != nil {
-			return err
-		}
-		ready := 0
-		for _, c := range list.Items {
-			if c.Status.Namespace != "" {
-				ready++
-			}
-		}
-		if ready < n {
-			return fmt.Errorf("%d/%d cluster namespaces", ready, n)
-		}
-		return nil
-	})
-
-	// The agents check in (one heartbeat each), so every cluster also gets its agent Bundle, as
-	// in a real fleet; wait for those BundleDeployments too (not timed).
-	now := metav1.Now()
-	parallel(n, 32, func(i int) {
-		c := &fleetv1alpha1.Cluster{}
-		if err := m.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: fmt.Sprintf("c-%04d", i)}, c); err != nil {
-			b.Error(err)
-			return
-		}
-		before := c.DeepCopy()
-		c.Status.Agent.LastSeen = &now
-		if err := m.Client.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
-			b.Error(err)
-		}
-	})
+	// Not timed: n registered Clusters (the cluster controller creates their namespaces). The
+	// agents check in (one heartbeat each), so every cluster also gets its agent Bundle, as in a
+	// real fleet; wait for those BundleDeployments too (not timed).
+	envtest.RegisterBenchClusters(b, m.Client, n)
 	agentBundlesStart := time.Now()
 	eventually(b, 120*time.Second, func() error {
 		var list metav1.PartialObjectMetadataList
@@ -174,7 +124,7 @@ func benchBundle(b *testing.B, n int) {
 	}
 	bn := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "bench"},
 		Spec: fleetv1alpha1.BundleSpec{DefaultNamespace: "default",
-			Targets: []fleetv1alpha1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "true"}}}}}}
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: envtest.BenchClusterLabels()}}}}}
 	for _, o := range objs {
 		bn.Spec.Resources = append(bn.Spec.Resources, raw(b, o)...)
 	}
@@ -206,7 +156,7 @@ func benchBundle(b *testing.B, n int) {
 					todo = append(todo, &list.Items[i])
 				}
 			}
-			parallel(len(todo), 32, func(i int) {
+			envtest.Parallel(len(todo), 32, func(i int) {
 				bd := todo[i]
 				before := bd.DeepCopy()
 				bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
@@ -309,8 +259,8 @@ func benchBundle(b *testing.B, n int) {
 	if len(contents.Items) != 1 || inline != 0 || len(role.Rules) != 2 || !slices.Contains(role.Rules[1].ResourceNames, contents.Items[0].Name) {
 		b.Fatalf("content stored %d times, %d inline manifests, content role %+v", len(contents.Items), inline, role.Rules)
 	}
-	stopChild()
-	rss := float64(child.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
+	child.Stop()
+	rss := child.PeakRSSMB()
 	b.ReportMetric(allExist.Seconds(), "s-all-bd-exist")
 	b.ReportMetric(allReady.Seconds(), "s-all-ready")
 	b.ReportMetric(rss, "MB-controller-peak-rss")
@@ -331,19 +281,4 @@ func contentBytes(c fleetv1alpha1.BundleContent) []byte {
 		out = append(out, m.Raw...)
 	}
 	return out
-}
-
-// parallel runs f(0..n-1), workers at a time.
-func parallel(n, workers int, f func(i int)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, workers)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			f(i)
-		}()
-	}
-	wg.Wait()
 }

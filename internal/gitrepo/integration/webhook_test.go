@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/gitrepo/webhook"
@@ -34,11 +35,7 @@ var webhookURL string
 
 // setupWebhook creates the webhook Secret and adds the receiver to mgr on a loopback listener.
 func setupWebhook(ctx context.Context, mgr ctrl.Manager) error {
-	data := map[string][]byte{}
-	for p, v := range webhookSecrets {
-		data[string(p)] = []byte(v)
-	}
-	if err := mgmt.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: config.DefaultNamespace, Name: webhook.DefaultSecretName}, Data: data}); err != nil {
+	if err := createWebhookSecret(ctx, mgmt.Client); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -47,6 +44,15 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager) error {
 	}
 	webhookURL = "http://" + ln.Addr().String() + "/"
 	return webhook.Setup(mgr, webhook.Options{Listener: ln, SecretNamespace: config.DefaultNamespace})
+}
+
+// createWebhookSecret creates the receiver's Secret with webhookSecrets.
+func createWebhookSecret(ctx context.Context, c client.Client) error {
+	data := map[string][]byte{}
+	for p, v := range webhookSecrets {
+		data[string(p)] = []byte(v)
+	}
+	return c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: config.DefaultNamespace, Name: webhook.DefaultSecretName}, Data: data})
 }
 
 func hmacHex(secret string, body []byte) string {
@@ -107,7 +113,13 @@ func signed(p webhook.Provider, ref string, urls ...string) delivery {
 // post sends d to the receiver and returns the status code and body.
 func post(t *testing.T, d delivery) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, webhookURL, bytes.NewReader(d.body))
+	return postTo(t, webhookURL, d)
+}
+
+// postTo sends d to the receiver at url and returns the status code and body.
+func postTo(t testing.TB, url string, d delivery) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(d.body))
 	if err != nil {
 		t.Fatal(err)
 	}

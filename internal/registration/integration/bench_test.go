@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -129,7 +128,7 @@ func benchRegistration(b *testing.B, n int) {
 	// Downstream: one agent namespace with a bootstrap secret per agent (not timed).
 	prefix := fmt.Sprintf("bench-%d-%d-", n, time.Now().UnixNano()%100000)
 	nss := make([]string, n)
-	parallel(n, 32, func(i int) {
+	envtest.Parallel(n, 32, func(i int) {
 		nss[i] = prefix + strconv.Itoa(i)
 		if err := downstream.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nss[i]}}); err != nil {
 			b.Error(err)
@@ -155,7 +154,7 @@ func benchRegistration(b *testing.B, n int) {
 			}
 		}()
 	}
-	childCPU0, selfCPU0 := cpuSeconds(child.Process.Pid), selfCPU()
+	childCPU0, selfCPU0 := envtest.CPUSeconds(child.Process.Pid), selfCPU()
 	// Each agent has a downstream cluster of its own in reality: no shared client-side rate limit.
 	dcfg := rest.CopyConfig(downstream.Config)
 	dcfg.QPS = -1
@@ -166,7 +165,7 @@ func benchRegistration(b *testing.B, n int) {
 	b.ResetTimer()
 	start := time.Now()
 	durations := make([]time.Duration, n)
-	parallel(n, n, func(i int) {
+	envtest.Parallel(n, n, func(i int) {
 		t0 := time.Now()
 		if _, err := register.Ensure(ctx, register.Options{Downstream: down, Namespace: nss[i], ClientID: prefix + strconv.Itoa(i), WaitTimeout: 5 * time.Minute}); err != nil {
 			b.Errorf("agent %d: %v", i, err)
@@ -197,8 +196,8 @@ func benchRegistration(b *testing.B, n int) {
 	if addr := os.Getenv("DROVER_BENCH_METRICS"); addr != "" {
 		logControllerMetrics(b, addr)
 	}
-	rss := peakRSSMB(child.Process.Pid)
-	b.Logf("CPU seconds during the run: controllers %.1f, this process (agents, downstream clients) %.1f", cpuSeconds(child.Process.Pid)-childCPU0, selfCPU()-selfCPU0)
+	rss := envtest.PeakRSSMB(child.Process.Pid)
+	b.Logf("CPU seconds during the run: controllers %.1f, this process (agents, downstream clients) %.1f", envtest.CPUSeconds(child.Process.Pid)-childCPU0, selfCPU()-selfCPU0)
 	slices.Sort(durations)
 	p := func(q float64) float64 { return durations[min(n-1, int(q*float64(n)))].Seconds() }
 
@@ -251,7 +250,7 @@ func benchRegistration(b *testing.B, n int) {
 		logRequestCounts(b, m)
 	}
 	// Clean downstream up for the next size.
-	parallel(n, 32, func(i int) {
+	envtest.Parallel(n, 32, func(i int) {
 		_ = downstream.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nss[i]}})
 	})
 }
@@ -309,36 +308,6 @@ func toAny[T any](items []T) []any {
 	return out
 }
 
-// parallel runs f(0..n-1) with at most workers at once.
-func parallel(n, workers int, f func(int)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, workers)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			f(i)
-		}()
-	}
-	wg.Wait()
-}
-
-// peakRSSMB is a process's peak resident set size (VmHWM) in MB.
-func peakRSSMB(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			return float64(kb) / 1024
-		}
-	}
-	return 0
-}
-
 // logRequestCounts logs the management API server's request counts by verb, resource and code.
 func logRequestCounts(b *testing.B, m *envtest.Cluster) {
 	body, err := m.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(b.Context())
@@ -356,18 +325,6 @@ func logRequestCounts(b *testing.B, m *envtest.Cluster) {
 	if err := os.WriteFile(os.Getenv("DROVER_BENCH_REQUESTS"), []byte(out.String()), 0o600); err != nil {
 		b.Log(err)
 	}
-}
-
-// cpuSeconds is a process's user+system CPU time (from /proc/<pid>/stat, 100 ticks per second).
-func cpuSeconds(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, _ := strconv.Atoi(f[11])
-	stime, _ := strconv.Atoi(f[12])
-	return float64(utime+stime) / 100
 }
 
 func selfCPU() float64 {
