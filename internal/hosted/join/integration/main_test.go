@@ -47,6 +47,9 @@ import (
 
 var (
 	mgmt, downstream *envtest.Cluster
+	// cached reads the controllers' manager's cache (a benchmark polling it costs the API
+	// server nothing).
+	cached client.Reader
 	// backend is the downstream as the simulators' clusters' API server.
 	backend = &simcore.Backend{Name: "downstream"}
 	// reviewers are the simulators the downstream's token webhook asks; tests register theirs.
@@ -154,6 +157,7 @@ func startControllers(ctx context.Context) (<-chan struct{}, error) {
 	if err != nil {
 		return nil, err
 	}
+	cached = mgr.GetCache()
 	providers := []hosted.Provider{eks.Provider{RetryMaxAttempts: 3}, aks.Provider{}, gke.Provider{OperationsMaxAge: -1}}
 	limits := &hosted.Limits{}
 	if err := (&hosted.Reconciler{
@@ -262,6 +266,9 @@ type writeCounter struct{ next http.RoundTripper }
 // the writes per cluster go.
 var writesByKind = &kindCounter{}
 
+// readsByKind counts the GETs that are not watches (reads the cache does not serve) the same way.
+var readsByKind = &kindCounter{}
+
 type kindCounter struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -273,7 +280,9 @@ func callerFrame() string {
 	frames := runtime.CallersFrames(pcs[:n])
 	for {
 		f, more := frames.Next()
-		if strings.Contains(f.Function, "droverhq/drover/internal/") && !strings.Contains(f.Function, "integration") {
+		// The first drover function that is not a shared write helper (kube.Apply, PatchStatus).
+		if strings.Contains(f.Function, "droverhq/drover/internal/") && !strings.Contains(f.Function, "integration") &&
+			!strings.Contains(f.Function, "/internal/kube.") {
 			return f.Function[strings.LastIndex(f.Function, "/")+1:] + fmt.Sprint(":", f.Line)
 		}
 		if !more {
@@ -320,6 +329,10 @@ func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		mgmtWrites.Add(1)
 		writesByKind.record(r.Method, r.URL.Path+" "+callerFrame())
+	case http.MethodGet:
+		if r.URL.Query().Get("watch") == "" {
+			readsByKind.record(r.Method, r.URL.Path+" "+callerFrame())
+		}
 	}
 	return w.next.RoundTrip(r)
 }
