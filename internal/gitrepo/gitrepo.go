@@ -242,8 +242,19 @@ func (r *Reconciler) sync(ctx context.Context, gr *fleetv1alpha1.GitRepo, st *re
 	}
 	gr.Status.Commit = st.co.commit
 	gr.Status.Bundles = gr.Status.Bundles[:0]
+	var warnings []string
 	for _, b := range out {
 		gr.Status.Bundles = append(gr.Status.Bundles, fleetv1alpha1.GitRepoBundle{Name: b.name, Path: b.path})
+		for _, w := range b.warnings {
+			warnings = append(warnings, "path "+b.path+": "+w)
+		}
+	}
+	if len(warnings) > 0 {
+		setCondition(gr, fleetv1alpha1.ConditionConfigSupported, metav1.ConditionFalse, fleetv1alpha1.ReasonUnsupportedFleetKeys,
+			truncate("not supported by drover, not used (the rest is deployed): "+strings.Join(warnings, "; "), 2048))
+	} else {
+		setCondition(gr, fleetv1alpha1.ConditionConfigSupported, metav1.ConditionTrue, fleetv1alpha1.ReasonSucceeded,
+			"every key of the paths' drover.yaml and fleet.yaml files is used")
 	}
 	setCondition(gr, fleetv1alpha1.ConditionSynced, metav1.ConditionTrue, fleetv1alpha1.ReasonSucceeded,
 		fmt.Sprintf("commit %s of %s rendered into %d Bundles", st.co.commit, describe(&gr.Spec), len(out)))
@@ -320,6 +331,12 @@ func (r *Reconciler) write(ctx context.Context, gr *fleetv1alpha1.GitRepo, commi
 		rb := &out[i]
 		want[rb.name] = true
 		hash := specHash(&rb.spec)
+		if len(rb.labels) > 0 {
+			hash = specHash(&struct {
+				Spec   *fleetv1alpha1.BundleSpec `json:"spec"`
+				Labels map[string]string         `json:"labels"`
+			}{&rb.spec, rb.labels})
+		}
 		if cur := owned[rb.name]; cur != nil && cur.Annotations[specHashAnnotation] == hash && cur.Annotations[fleetv1alpha1.GitRepoPathAnnotation] == rb.path {
 			continue
 		}
@@ -333,10 +350,15 @@ func (r *Reconciler) write(ctx context.Context, gr *fleetv1alpha1.GitRepo, commi
 				return fmt.Errorf("get Bundle %s/%s: %w", gr.Namespace, rb.name, err)
 			}
 		}
+		labels := map[string]string{}
+		for k, v := range rb.labels {
+			labels[k] = v
+		}
+		labels[fleetv1alpha1.GitRepoNameLabel] = gr.Name
 		b := &fleetv1alpha1.Bundle{
 			TypeMeta: metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "Bundle"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: gr.Namespace, Name: rb.name,
-				Labels: map[string]string{fleetv1alpha1.GitRepoNameLabel: gr.Name},
+				Labels: labels,
 				Annotations: map[string]string{
 					fleetv1alpha1.GitRepoPathAnnotation:   rb.path,
 					fleetv1alpha1.GitRepoCommitAnnotation: commit,

@@ -50,10 +50,11 @@ var helmHTTP = &http.Client{Timeout: time.Minute}
 
 // renderHelm makes the Helm part of path p's Bundle: the chart (the path's own, a directory of
 // the repository, or one downloaded from a Helm repository), the merged values and the release
-// name. It renders the chart as `helm template` would, so a chart that cannot render is a
-// RenderFailed naming its file, and the Bundles of the last good commit stay. cfgFile names the
-// drover.yaml ("" when there is none).
-func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p, cfgFile string, cfg *Config) (*fleetv1alpha1.BundleHelm, error) {
+// name, and the target customizations with their complete values. It renders the chart as
+// `helm template` would (once per customization with values of its own), so a chart that
+// cannot render is a RenderFailed naming its file, and the Bundles of the last good commit
+// stay. cfgFile names the drover.yaml or fleet.yaml ("" when there is none).
+func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p, cfgFile string, cfg *Config) (*fleetv1alpha1.BundleHelm, []fleetv1alpha1.BundleTargetCustomization, error) {
 	h := cfg.Helm
 	if h == nil {
 		h = &HelmConfig{}
@@ -69,20 +70,20 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 	chartDir, source := "", ""
 	switch {
 	case strings.HasPrefix(h.Chart, "oci://") || strings.HasPrefix(h.Repo, "oci://"):
-		return nil, fail(where, "helm.chart: OCI registries are not supported yet; use an HTTP(S) Helm repository (helm.repo) or put the chart in the repository")
+		return nil, nil, fail(where, "helm.chart: OCI registries are not supported yet; use an HTTP(S) Helm repository (helm.repo) or put the chart in the repository")
 	case h.Repo != "":
 		if h.Chart == "" {
-			return nil, fail(where, "helm.repo needs helm.chart, the chart's name in the repository")
+			return nil, nil, fail(where, "helm.repo needs helm.chart, the chart's name in the repository")
 		}
 		if !strings.HasPrefix(h.Repo, "https://") && !strings.HasPrefix(h.Repo, "http://") {
-			return nil, fail(where, "helm.repo %q: only http:// and https:// Helm repositories are supported", h.Repo)
+			return nil, nil, fail(where, "helm.repo %q: only http:// and https:// Helm repositories are supported", h.Repo)
 		}
 		key := h.Repo + "\x00" + h.Chart + "\x00" + h.Version
 		rc, ok := co.charts[key]
 		if !ok {
 			a, v, err := helmchart.FromRepo(ctx, helmHTTP, h.Repo, h.Chart, h.Version)
 			if err != nil {
-				return nil, fail(where, "helm.chart %s from helm.repo: %s", h.Chart, err.Error())
+				return nil, nil, fail(where, "helm.chart %s from helm.repo: %s", h.Chart, err.Error())
 			}
 			rc = repoChart{archive: a, version: v}
 			if co.charts == nil {
@@ -96,43 +97,36 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 		if h.Chart != "" {
 			chartDir = cleanPath(path.Join(p, h.Chart))
 			if strings.HasPrefix(chartDir, "../") || chartDir == ".." {
-				return nil, fail(where, "helm.chart %q is outside the repository", h.Chart)
+				return nil, nil, fail(where, "helm.chart %q is outside the repository", h.Chart)
 			}
 		}
 		files := filesUnder(co, chartDir)
 		if _, ok := files[chartFile]; !ok {
-			return nil, fail(where, "helm.chart: no %s in %s", chartFile, chartDir)
+			return nil, nil, fail(where, "helm.chart: no %s in %s", chartFile, chartDir)
 		}
 		var err error
 		if archive, err = helmchart.Package(files); err != nil {
-			return nil, fail(joinPath(chartDir, chartFile), "%s", err.Error())
+			return nil, nil, fail(joinPath(chartDir, chartFile), "%s", err.Error())
 		}
 	}
 	values := map[string]any{}
-	for _, vf := range h.ValuesFiles {
-		f := cleanPath(path.Join(p, vf))
-		data, ok := co.files[f]
-		if !ok {
-			return nil, fail(where, "helm.valuesFiles: %s not found", f)
-		}
-		var v map[string]any
-		if err := yaml.Unmarshal(data, &v); err != nil {
-			return nil, fail(f, "not a YAML map of values: %s", err.Error())
-		}
-		values = mergeValues(values, v)
+	if err := addValues(co, p, where, "helm", values, h.ValuesFiles, h.Values); err != nil {
+		return nil, nil, err
 	}
-	values = mergeValues(values, h.Values)
 	release := h.ReleaseName
 	if release == "" {
 		release = helmchart.ReleaseName(BundleName(gr.Name, p))
 	} else if err := helmchart.ValidReleaseName(release); err != nil {
-		return nil, fail(where, "helm.releaseName: %s", err.Error())
+		return nil, nil, fail(where, "helm.releaseName: %s", err.Error())
 	}
-	ns := cfg.DefaultNamespace
-	if ns == "" {
-		ns = "default"
-	}
-	if _, err := helmchart.Render(ctx, archive, values, release, ns); err != nil {
+	check := func(values map[string]any, ns, key string) error {
+		if ns == "" {
+			ns = "default"
+		}
+		_, err := helmchart.Render(ctx, archive, values, release, ns)
+		if err == nil {
+			return nil
+		}
 		// Helm's message may quote values (a template's fail): hide the sensitive ones.
 		msg := helmchart.Redact(err.Error(), values, deployer.Sensitive)
 		file := where
@@ -146,17 +140,83 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 		} else if source != "" {
 			file = source
 		}
-		return nil, fail(file, "the chart does not render: %s", msg)
+		if key != "" {
+			return fail(file, "the chart does not render with the values of %s: %s", key, msg)
+		}
+		return fail(file, "the chart does not render: %s", msg)
+	}
+	if err := check(values, cfg.DefaultNamespace, ""); err != nil {
+		return nil, nil, err
 	}
 	out := &fleetv1alpha1.BundleHelm{Chart: archive, ReleaseName: release}
 	if len(values) > 0 {
 		raw, err := json.Marshal(values)
 		if err != nil {
-			return nil, fail(where, "helm values: %s", err.Error())
+			return nil, nil, fail(where, "helm values: %s", err.Error())
 		}
 		out.Values = &runtime.RawExtension{Raw: raw}
 	}
-	return out, nil
+	var custom []fleetv1alpha1.BundleTargetCustomization
+	for i := range cfg.TargetCustomizations {
+		tc := &cfg.TargetCustomizations[i]
+		key := fmt.Sprintf("targetCustomizations[%d]", i)
+		if tc.Kustomize != nil {
+			return nil, nil, fail(where, "%s.kustomize: a Helm chart's path cannot be rendered with Kustomize", key)
+		}
+		btc := tc.bundleCustomization()
+		if tc.Helm != nil {
+			own, err := cloneValues(values)
+			if err != nil {
+				return nil, nil, fail(where, "helm values: %s", err.Error())
+			}
+			if err := addValues(co, p, where, key+".helm", own, tc.Helm.ValuesFiles, tc.Helm.Values); err != nil {
+				return nil, nil, err
+			}
+			ns := btc.DefaultNamespace
+			if ns == "" {
+				ns = cfg.DefaultNamespace
+			}
+			if err := check(own, ns, key+" ("+tc.Name+")"); err != nil {
+				return nil, nil, err
+			}
+			raw, err := json.Marshal(own)
+			if err != nil {
+				return nil, nil, fail(where, "%s.helm values: %s", key, err.Error())
+			}
+			btc.HelmValues = &runtime.RawExtension{Raw: raw}
+		}
+		custom = append(custom, btc)
+	}
+	return out, custom, nil
+}
+
+// addValues merges the values files (relative to path p, in order) and then values into into.
+// key names the settings' key in errors ("helm", "targetCustomizations[0].helm").
+func addValues(co *checkout, p, where, key string, into map[string]any, files []string, values map[string]any) error {
+	for _, vf := range files {
+		f := cleanPath(path.Join(p, vf))
+		data, ok := co.files[f]
+		if !ok {
+			return failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s.valuesFiles: %s not found", p, where, key, f)
+		}
+		var v map[string]any
+		if err := yaml.Unmarshal(data, &v); err != nil {
+			return failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: not a YAML map of values: %s", p, f, err.Error())
+		}
+		mergeValues(into, v)
+	}
+	mergeValues(into, values)
+	return nil
+}
+
+// cloneValues deep-copies Helm values (mergeValues changes its destination in place).
+func cloneValues(v map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	return out, json.Unmarshal(b, &out)
 }
 
 // filesUnder returns every file of the commit below dir, by path relative to dir.

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,6 +45,17 @@ type Config struct {
 	// DependsOn names the Bundles (by name, or by label selector) that must be ready on a
 	// cluster before this path's Bundle is deployed there (Bundle spec.dependsOn).
 	DependsOn []fleetv1alpha1.BundleDependency `json:"dependsOn,omitempty"`
+	// Kustomize renders a kustomization directory of the path instead of the path itself.
+	Kustomize *KustomizeConfig `json:"kustomize,omitempty"`
+	// TargetCustomizations give some of the targeted clusters other Helm values, another
+	// kustomization directory or another defaultNamespace: the first one a cluster matches
+	// applies (Bundle spec.targetCustomizations).
+	TargetCustomizations []TargetCustomization `json:"targetCustomizations,omitempty"`
+	// Diff says which downstream differences are not drift (Bundle spec.diff).
+	Diff *fleetv1alpha1.BundleDiff `json:"diff,omitempty"`
+
+	// Read from a fleet.yaml only (see fleetyaml.go).
+	fleet *fleetExtras
 }
 
 // rendered is the Bundle content of one path.
@@ -50,6 +63,13 @@ type rendered struct {
 	name string
 	path string
 	spec fleetv1alpha1.BundleSpec
+	// labels are extra Bundle labels (fleet.yaml's labels).
+	labels map[string]string
+	// fleetName is the bundle name a fleet.yaml's name key gave this path in Fleet.
+	fleetName string
+	// warnings name what of the path's settings file drover did not use (fleet.yaml keys it
+	// does not support).
+	warnings []string
 }
 
 // matchPaths returns the directories of co matching any of the globs (default: the root),
@@ -106,6 +126,7 @@ func render(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo) ([]ren
 	if err != nil {
 		return nil, err
 	}
+	paths = withFleetDirs(co, paths)
 	files := make([]string, 0, len(co.files))
 	for f := range co.files {
 		files = append(files, f)
@@ -146,6 +167,7 @@ func render(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo) ([]ren
 		names[r.name] = p
 		out = append(out, *r)
 	}
+	mapFleetDependencies(out)
 	return out, nil
 }
 
@@ -154,8 +176,8 @@ func render(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo) ([]ren
 func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p string, files []string) (*rendered, error) {
 	rel := func(f string) string { return strings.TrimPrefix(f, p+"/") }
 	var cfg Config
-	var manifests []string
-	kustomization, cfgFile, chart := "", "", false
+	var manifests, warnings []string
+	kustomization, cfgFile, fleetFile, chart := "", "", "", false
 	for _, f := range files {
 		switch rel(f) {
 		case ConfigFile:
@@ -165,34 +187,72 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 			}
 			cfg, cfgFile = *c, f
 			continue
+		case FleetFile:
+			fleetFile = f
+			continue
 		case chartFile:
 			chart = true
 		case "kustomization.yaml", "kustomization.yml", "Kustomization":
 			kustomization = f
 		}
-		if b := path.Base(f); b == ConfigFile || b == chartFile || isKustomization(b) {
+		if b := path.Base(f); b == ConfigFile || b == FleetFile || b == chartFile || isKustomization(b) {
 			continue // settings of a path that does not match spec.paths, or a Kustomize base
 		}
 		manifests = append(manifests, f)
 	}
+	switch {
+	case fleetFile != "" && cfgFile != "":
+		warnings = append(warnings, fmt.Sprintf("%s: not read: the path has a %s, which drover reads instead", fleetFile, ConfigFile))
+	case fleetFile != "":
+		c, unsupported, err := parseFleetConfig(co.files[fleetFile])
+		if err != nil {
+			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, fleetFile, err.Error())
+		}
+		cfg, cfgFile = *c, fleetFile
+		if len(unsupported) > 0 {
+			warnings = append(warnings, fmt.Sprintf("%s: %s", fleetFile, strings.Join(unsupported, ", ")))
+		}
+	}
+	// Files of the kustomization directories drover.yaml names are Kustomize's input, not
+	// manifests of the path.
+	if dirs := cfg.kustomizeDirs(p); len(dirs) > 0 {
+		manifests = slices.DeleteFunc(manifests, func(f string) bool {
+			return slices.ContainsFunc(dirs, func(d string) bool { return under(f, d) })
+		})
+	}
+	r := &rendered{name: BundleName(gr.Name, p), path: p, warnings: warnings, spec: fleetv1alpha1.BundleSpec{
+		DefaultNamespace: cfg.DefaultNamespace,
+		Targets:          gr.Spec.Targets,
+		CorrectDrift:     cfg.CorrectDrift,
+		ForceConflicts:   cfg.ForceConflicts,
+		KeepResources:    cfg.KeepResources,
+		DependsOn:        cfg.DependsOn,
+		Diff:             cfg.Diff,
+	}}
+	if cfg.fleet != nil {
+		r.labels, r.fleetName = cfg.fleet.labels, cfg.fleet.name
+	}
 	if chart || cfg.Helm != nil {
 		// A Helm chart (the path's own, or named by drover.yaml): the Bundle is its release.
-		h, err := renderHelm(ctx, co, gr, p, cfgFile, &cfg)
+		if cfg.Kustomize != nil {
+			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: kustomize: a Helm chart's path cannot be rendered with Kustomize", p, orChart(cfgFile, p))
+		}
+		h, custom, err := renderHelm(ctx, co, gr, p, cfgFile, &cfg)
 		if err != nil {
 			return nil, err
 		}
-		return &rendered{name: BundleName(gr.Name, p), path: p, spec: fleetv1alpha1.BundleSpec{
-			Helm:             h,
-			DefaultNamespace: cfg.DefaultNamespace,
-			Targets:          gr.Spec.Targets,
-			CorrectDrift:     cfg.CorrectDrift,
-			ForceConflicts:   cfg.ForceConflicts,
-			KeepResources:    cfg.KeepResources,
-			DependsOn:        cfg.DependsOn,
-		}}, nil
+		r.spec.Helm, r.spec.TargetCustomizations = h, custom
+		return r, checkSize(r, cfgFile)
 	}
 	var resources []runtime.RawExtension
-	if kustomization != "" {
+	switch {
+	case cfg.Kustomize != nil:
+		dir := joinPath(p, cfg.Kustomize.Dir)
+		var err error
+		if resources, err = kustomizeResources(co, p, dir, cfgFile, "kustomize.dir"); err != nil {
+			return nil, err
+		}
+	case kustomization != "":
 		out, err := kustomizeBuild(co, p)
 		if err != nil {
 			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, kustomization, err.Error())
@@ -200,8 +260,8 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 		if resources, err = parseManifests(out); err != nil {
 			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: output: %s", p, kustomization, err.Error())
 		}
-	} else {
-		if len(manifests) == 0 {
+	default:
+		if len(manifests) == 0 && len(cfg.TargetCustomizations) == 0 {
 			return nil, nil
 		}
 		for _, f := range manifests {
@@ -215,46 +275,78 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 	if len(resources) > maxResources {
 		return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %d manifests, more than %d: split it into several paths", p, len(resources), maxResources)
 	}
-	return &rendered{name: BundleName(gr.Name, p), path: p, spec: fleetv1alpha1.BundleSpec{
-		Resources:        resources,
-		DefaultNamespace: cfg.DefaultNamespace,
-		Targets:          gr.Spec.Targets,
-		CorrectDrift:     cfg.CorrectDrift,
-		ForceConflicts:   cfg.ForceConflicts,
-		KeepResources:    cfg.KeepResources,
-		DependsOn:        cfg.DependsOn,
-	}}, nil
+	resources, err := inNamespace(resources, cfg.namespace())
+	if err != nil {
+		return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: namespace: %s", p, cfgFile, err.Error())
+	}
+	r.spec.Resources = resources
+	if r.spec.TargetCustomizations, err = customizeResources(co, p, cfgFile, &cfg, resources); err != nil {
+		return nil, err
+	}
+	return r, checkSize(r, cfgFile)
 }
 
 // parseConfig reads a drover.yaml: unknown keys and invalid values are errors naming the key.
 func parseConfig(data []byte) (*Config, error) {
 	c := &Config{}
+	var raw any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "error unmarshaling JSON: "), "while decoding JSON: "))
+	}
+	if unknown := unknownKeys(raw, reflect.TypeFor[Config](), ""); len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown key %s", strings.Join(quoteAll(unknown), ", "))
+	}
 	if err := yaml.UnmarshalStrict(data, c); err != nil {
 		return nil, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "error unmarshaling JSON: "), "while decoding JSON: "))
 	}
-	if c.DefaultNamespace != "" {
-		if errs := validation.IsDNS1123Label(c.DefaultNamespace); len(errs) > 0 {
-			return nil, fmt.Errorf("defaultNamespace: %q is not a namespace name: %s", c.DefaultNamespace, strings.Join(errs, "; "))
-		}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// validate checks the values of a drover.yaml (or of a fleet.yaml, once mapped): errors name
+// the key.
+func (c *Config) validate() error {
+	if err := validNamespace("defaultNamespace", c.DefaultNamespace); err != nil {
+		return err
 	}
 	if len(c.DependsOn) > 32 {
-		return nil, fmt.Errorf("dependsOn: %d entries, at most 32", len(c.DependsOn))
+		return fmt.Errorf("dependsOn: %d entries, at most 32", len(c.DependsOn))
 	}
 	for i, d := range c.DependsOn {
 		switch {
 		case (d.Name == "") == (d.Selector == nil):
-			return nil, fmt.Errorf("dependsOn[%d]: set exactly one of name and selector", i)
+			return fmt.Errorf("dependsOn[%d]: set exactly one of name and selector", i)
 		case d.Name != "":
 			if errs := validation.IsDNS1123Subdomain(d.Name); len(errs) > 0 {
-				return nil, fmt.Errorf("dependsOn[%d].name: %q is not a Bundle name: %s", i, d.Name, strings.Join(errs, "; "))
+				return fmt.Errorf("dependsOn[%d].name: %q is not a Bundle name: %s", i, d.Name, strings.Join(errs, "; "))
 			}
 		default:
 			if _, err := metav1.LabelSelectorAsSelector(d.Selector); err != nil {
-				return nil, fmt.Errorf("dependsOn[%d].selector: %w", i, err)
+				return fmt.Errorf("dependsOn[%d].selector: %w", i, err)
 			}
 		}
 	}
-	return c, nil
+	if c.Kustomize != nil {
+		if err := validDir("kustomize.dir", c.Kustomize.Dir); err != nil {
+			return err
+		}
+	}
+	if err := c.Diff.Validate(); err != nil {
+		return fmt.Errorf("diff.%w", err)
+	}
+	return c.validateCustomizations()
+}
+
+func validNamespace(key, ns string) error {
+	if ns == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return fmt.Errorf("%s: %q is not a namespace name: %s", key, ns, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // parseManifests decodes a YAML (multi-document) or JSON file into manifests. Empty documents
@@ -305,8 +397,9 @@ func BundleName(repo, p string) string {
 	return strings.TrimRight(n[:maxNameLength-9], "-") + "-" + hex.EncodeToString(h[:])[:8]
 }
 
-// specHash identifies a rendered Bundle spec, so unchanged Bundles are not written.
-func specHash(s *fleetv1alpha1.BundleSpec) string {
+// specHash identifies a rendered Bundle spec (with its labels, when it has some), so unchanged
+// Bundles are not written.
+func specHash(s any) string {
 	b, _ := json.Marshal(s)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])[:16]

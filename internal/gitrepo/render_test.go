@@ -114,7 +114,7 @@ func TestRenderErrorsNameTheFile(t *testing.T) {
 		{"chart template fails", withFiles(chartFiles("app"), map[string]string{"app/templates/bad.yaml": "{{ .Values.nope.deeper }}\n"}),
 			[]string{"path app", "app/templates/bad.yaml", "does not render"}},
 		{"helm key typo", withFiles(chartFiles("app"), map[string]string{"app/drover.yaml": "helm:\n  valueFiles: [x.yaml]\n"}),
-			[]string{"app/drover.yaml", `"valueFiles"`}},
+			[]string{"app/drover.yaml", `"helm.valueFiles"`}},
 		{"values file missing", withFiles(chartFiles("app"), map[string]string{"app/drover.yaml": "helm:\n  valuesFiles: [prod.yaml]\n"}),
 			[]string{"app/drover.yaml", "helm.valuesFiles", "app/prod.yaml"}},
 		{"chart dir without Chart.yaml", map[string]string{"app/drover.yaml": "helm:\n  chart: ../charts/web\n"},

@@ -121,6 +121,12 @@ const (
 	// ReasonDependencyNotReady (Bundle Ready=False): clusters are held because a Bundle of
 	// spec.dependsOn is not ready on them (the message names it and the clusters).
 	ReasonDependencyNotReady = "DependencyNotReady"
+	// ConditionConfigSupported (GitRepo): every key of the rendered paths' settings files is
+	// used. False (reason UnsupportedFleetKeys) names, per path and file, the fleet.yaml keys
+	// drover does not support, which were not used; the rest is deployed.
+	ConditionConfigSupported = "ConfigSupported"
+	// ReasonUnsupportedFleetKeys: a fleet.yaml sets keys drover does not support.
+	ReasonUnsupportedFleetKeys = "UnsupportedFleetKeys"
 )
 
 // Event reasons (Events on Clusters, ClusterRegistrations and Bundles). Like condition
