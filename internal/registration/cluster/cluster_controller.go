@@ -5,8 +5,11 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +54,11 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	// statusBase remembers, per Cluster, the resourceVersion of the Cluster this process
+	// last wrote the status of: a pass that reads it again from a cache that does not show
+	// that write yet has nothing to add (it wrote the namespace and status twice).
+	statusBase sync.Map
 }
 
 // SetupWithManager registers the controller.
@@ -106,17 +114,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.FleetClusters.Delete(req.String())
+			r.statusBase.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if base, ok := r.statusBase.Load(req.NamespacedName); ok && base == c.ResourceVersion {
+		// The Cluster as this process last saw it before its status write: that write's
+		// event brings the next pass.
+		return ctrl.Result{}, nil
+	}
 	if !c.DeletionTimestamp.IsZero() {
+		r.statusBase.Delete(req.NamespacedName)
 		metrics.FleetClusters.Delete(req.String())
 		return ctrl.Result{}, r.delete(ctx, c)
 	}
 	before := c.DeepCopy()
-	if controllerutil.AddFinalizer(c, Finalizer) {
-		if err := r.Client.Patch(ctx, c, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+	// An imported Cluster (manager-initiated registration) gets its clientID, which the agent
+	// deployed for it registers with, in the same write as the finalizer: the importer setting
+	// it later was a write more, and a new generation, so a second namespace apply and status
+	// patch here.
+	newID := c.Spec.KubeConfigSecret != "" && c.Spec.ClientID == ""
+	if newID {
+		c.Spec.ClientID = NewClientID()
+	}
+	if controllerutil.AddFinalizer(c, Finalizer) || newID {
+		patch := client.MergeFrom(before)
+		if newID {
+			// A pass reading a stale Cluster must not replace a clientID set before.
+			patch = client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+		}
+		if err := r.Client.Patch(ctx, c, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer (and clientID): %w", err)
 		}
 		before = c.DeepCopy()
 	}
@@ -140,8 +168,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
+	base := before.ResourceVersion
 	if err := kube.PatchStatus(ctx, r.Client, c, before); err != nil {
 		return ctrl.Result{}, err
+	}
+	if c.ResourceVersion != base {
+		r.statusBase.Store(req.NamespacedName, base)
 	}
 	if old, now := meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionAgentCredential), meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionAgentCredential); r.Recorder != nil && now != nil && now.Status == metav1.ConditionFalse && (old == nil || old.Reason != now.Reason) {
 		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, now.Reason, "CheckCredential", "%s", now.Message)
@@ -166,6 +198,13 @@ func (r *Reconciler) connectionEvent(c *fleetv1alpha1.Cluster, old *metav1.Condi
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, fleetv1alpha1.EventAgentReconnected, "CheckConnection",
 			"The agent checked in again at %s", c.Status.Agent.LastSeen.UTC().Format(time.RFC3339))
 	}
+}
+
+// NewClientID is a random clientID for a Cluster whose agent drover deploys.
+func NewClientID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand never fails on supported platforms
+	return hex.EncodeToString(b)
 }
 
 // soonest is the shorter of two requeue delays, 0 meaning none.
