@@ -6,9 +6,7 @@ package importer
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -38,6 +36,7 @@ import (
 	"github.com/droverhq/drover/internal/registration/config"
 	"github.com/droverhq/drover/internal/registration/internal/kube"
 	"github.com/droverhq/drover/internal/registration/names"
+	"github.com/droverhq/drover/internal/registration/token"
 )
 
 // kubeconfigSecretIndex indexes Clusters by spec.kubeConfigSecret.
@@ -160,15 +159,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !c.DeletionTimestamp.IsZero() || c.Spec.KubeConfigSecret == "" {
 		return ctrl.Result{}, nil
 	}
-	if c.Spec.ClientID == "" {
-		before := c.DeepCopy()
-		c.Spec.ClientID = randomHex(16)
-		if err := r.Client.Patch(ctx, c, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("set clientID: %w", err)
-		}
-	}
 	if c.Status.Namespace == "" {
 		return ctrl.Result{}, nil // the cluster controller is not done; its status update re-triggers us
+	}
+	if c.Spec.ClientID == "" {
+		// The cluster controller sets it with its finalizer; a Cluster from before that has none.
+		before := c.DeepCopy()
+		c.Spec.ClientID = clusterctrl.NewClientID()
+		if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, fmt.Errorf("set clientID: %w", err)
+		}
 	}
 	before := c.DeepCopy()
 	res, err := r.importCluster(ctx, c)
@@ -190,6 +190,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) importCluster(ctx context.Context, c *fleetv1alpha1.Cluster) (ctrl.Result, error) {
+	if r.tokenPending(ctx, c) {
+		// The import token exists but its values are not issued yet: its status update
+		// re-triggers this. Probing the downstream again meanwhile (a new TLS connection each
+		// time, on every update of the token or the Cluster) was most of a mass import's work,
+		// and reading the kubeconfig Secret first (uncached) was 16 reads per cluster while
+		// 1,000 clusters' tokens were issued.
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
 	secret := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.KubeConfigSecret}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -233,12 +241,6 @@ func (r *Reconciler) importCluster(ctx context.Context, c *fleetv1alpha1.Cluster
 			// Cluster before its agent checks in re-probed and re-pushed the bootstrap.
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
-	}
-	if r.tokenPending(ctx, c) {
-		// The import token exists but its values are not issued yet: its status update
-		// re-triggers this. Probing the downstream again meanwhile (a new TLS connection each
-		// time, on every update of the token or the Cluster) was most of a mass import's work.
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
 
 	restCfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[fleetv1alpha1.KeyKubeconfig])
@@ -391,7 +393,8 @@ func (r *Reconciler) importValues(ctx context.Context, c *fleetv1alpha1.Cluster)
 	}
 	if apierrors.IsNotFound(err) {
 		tok = &fleetv1alpha1.ClusterRegistrationToken{
-			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name, Labels: clusterctrl.Labels(c)},
+			// With the token controller's finalizer: it need not add it (one write fewer).
+			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name, Labels: clusterctrl.Labels(c), Finalizers: []string{token.Finalizer}},
 			Spec:       fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: r.ImportTokenTTL}},
 		}
 		if err := r.Client.Create(ctx, tok); client.IgnoreAlreadyExists(err) != nil {
@@ -449,10 +452,4 @@ func (r *Reconciler) deploy(ctx context.Context, c *fleetv1alpha1.Cluster, cfg *
 		}
 	}
 	return nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand never fails on supported platforms
-	return hex.EncodeToString(b)
 }
