@@ -134,11 +134,21 @@ type Reconciler struct {
 	// (*writtenCreds): the cache may not show the Secret or the status of a write yet, and a
 	// pass that read it stale would otherwise replace a token just written.
 	written sync.Map
+	// statusWritten remembers, per hosted Cluster UID, the last status.fleet this process
+	// wrote and the resourceVersion it was written over (*writtenStatus): a pass that reads
+	// the Cluster from the cache before that write shows in it has nothing new to write.
+	statusWritten sync.Map
 	// left remembers the clusters whose leave this process finished (finalizer removed), so a
 	// pass reading them stale from the cache does not leave again.
 	left sync.Map
 	// seen maps each hosted Cluster's name to its UID, to forget the above when it is gone.
 	seen sync.Map
+}
+
+// writtenStatus is a status.fleet patch this process made over resourceVersion base.
+type writtenStatus struct {
+	base  string
+	fleet *v1.FleetStatus
 }
 
 // writtenCreds is what a kubeconfig Secret write put in status.fleet.
@@ -235,6 +245,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			if uid, ok := r.seen.LoadAndDelete(req.NamespacedName); ok {
 				r.warned.Delete(uid)
 				r.written.Delete(uid)
+				r.statusWritten.Delete(uid)
 				r.left.Delete(uid)
 			}
 		}
@@ -311,12 +322,21 @@ func (ps *pass) finish(ctx context.Context) error {
 	if equalFleet(before, after) {
 		return nil
 	}
+	if w, ok := ps.r.statusWritten.Load(ps.c.UID); ok && w.(*writtenStatus).base == ps.orig.ResourceVersion && equalFleet(w.(*writtenStatus).fleet, after) {
+		// This pass read the Cluster as it was before this process's last status write,
+		// which wrote what it would write: the cache is behind, not the status.
+		return nil
+	}
 	base := ps.orig.DeepCopy()
 	patched := base.DeepCopy()
 	patched.Status.Fleet = after
-	if err := ps.r.Client.Status().Patch(ctx, patched, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+	if err := ps.r.Client.Status().Patch(ctx, patched, client.MergeFrom(base)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return fmt.Errorf("patch status.fleet of %s/%s: %w", ps.c.Namespace, ps.c.Name, err)
 	}
+	ps.r.statusWritten.Store(ps.c.UID, &writtenStatus{base: base.ResourceVersion, fleet: after.DeepCopy()})
 	return nil
 }
 
