@@ -42,6 +42,17 @@ const helmMaxHistory = 10
 // recordKeyHelm holds "<namespace>/<release>" in the record of a Helm BundleDeployment.
 const recordKeyHelm = "helmRelease"
 
+// ReleaseDeploymentLabel is the Helm release label (on the release's storage Secret, as
+// `helm install --labels` sets) that records which deployment ID a revision deployed: a hash
+// of it, since deployment IDs need not be valid label values. The agent upgrades a release only
+// when its deployed revision carries another one, so a BundleDeployment status read from a
+// stale cache (the revision's deployment ID not recorded as applied yet) cannot cause an
+// extra upgrade.
+const ReleaseDeploymentLabel = fleetv1alpha1.LabelPrefix + "deployment-id-hash"
+
+// deploymentLabel is the value of ReleaseDeploymentLabel for a deployment ID.
+func deploymentLabel(deploymentID string) string { return hash(deploymentID) }
+
 // helmRelease is where a Helm BundleDeployment's release lives.
 type helmRelease struct {
 	namespace, name string
@@ -213,20 +224,27 @@ func (r *Reconciler) helmDeploy(ctx context.Context, bd *fleetv1alpha1.BundleDep
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, fmt.Errorf("read the release's history: %w", err)
 	}
-	deployed := false
+	var deployed release.Accessor
 	for _, h := range history {
 		if a, err := release.NewAccessor(h); err == nil && a.Status() == "deployed" {
-			deployed = true
+			deployed = a
 		}
+	}
+	label := map[string]string{ReleaseDeploymentLabel: deploymentLabel(bd.Spec.DeploymentID)}
+	if deployed != nil && deployed.Labels()[ReleaseDeploymentLabel] == label[ReleaseDeploymentLabel] {
+		// This deployment ID is deployed already (the status saying otherwise is stale).
+		ctrl.LoggerFrom(ctx).V(1).Info("Helm release already at this deployment ID", "release", rel.String(), "revision", deployed.Version())
+		return deployed, nil
 	}
 	values := rel.values
 	if values == nil {
 		values = map[string]any{}
 	}
 	var out release.Releaser
-	if deployed {
+	if deployed != nil {
 		up := action.NewUpgrade(cfg)
 		up.Namespace, up.WaitStrategy, up.Timeout, up.MaxHistory = rel.namespace, kube.HookOnlyStrategy, helmTimeout, helmMaxHistory
+		up.Labels = label
 		up.ForceConflicts = bd.Spec.Options.ForceConflicts || bd.Spec.Options.CorrectDrift
 		out, err = up.RunWithContext(ctx, rel.name, ch, values)
 	} else {
@@ -234,6 +252,7 @@ func (r *Reconciler) helmDeploy(ctx context.Context, bd *fleetv1alpha1.BundleDep
 		in.ReleaseName, in.Namespace, in.CreateNamespace = rel.name, rel.namespace, true
 		in.Replace = len(history) > 0
 		in.WaitStrategy, in.Timeout = kube.HookOnlyStrategy, helmTimeout
+		in.Labels = label
 		in.ForceConflicts = bd.Spec.Options.ForceConflicts || bd.Spec.Options.CorrectDrift
 		out, err = in.RunWithContext(ctx, ch, values)
 	}
