@@ -65,8 +65,8 @@ type ResourceState struct {
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
 	// State is Applied, Failed, Modified (changed downstream; Message names the fields),
-	// Missing (deleted downstream) or NotReady (a workload not rolled out or available yet;
-	// Message says what is missing).
+	// Missing (deleted downstream) or NotReady (not ready by kstatus' rules, or failed: a
+	// Deployment past its progress deadline; Message says what is missing or why).
 	State string `json:"state"`
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -77,9 +77,10 @@ type BundleDeploymentStatus struct {
 	// AppliedDeploymentID is the deploymentID last applied successfully.
 	// +optional
 	AppliedDeploymentID string `json:"appliedDeploymentID,omitempty"`
-	// Ready is true when every resource of the applied deployment exists downstream and the
-	// workloads among them are ready: Deployments, StatefulSets and DaemonSets rolled out and
-	// available, Jobs complete, Pods ready.
+	// Ready is true when every resource of the applied deployment exists downstream and is
+	// ready by kstatus' rules: Deployments, StatefulSets and DaemonSets rolled out and
+	// available, Jobs complete, Pods ready, custom resources with a Ready condition True, no
+	// resource Reconciling, Stalled or past its progress deadline.
 	// +optional
 	Ready bool `json:"ready,omitempty"`
 	// NonModified is true when no resource has drifted from the applied manifests.
