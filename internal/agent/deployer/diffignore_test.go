@@ -1,9 +1,12 @@
 package deployer
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -97,6 +100,36 @@ func TestKeepIgnored(t *testing.T) {
 			}
 			if !reflect.DeepEqual(tc.obj.Object, tc.want.Object) {
 				t.Errorf("applied\n%v\nwant\n%v", tc.obj.Object, tc.want.Object)
+			}
+		})
+	}
+}
+
+// TestDiffIgnoreSchema: the API server refuses a Bundle whose diff.ignore holds a malformed JSON
+// pointer or lacks the kind, and accepts a valid one.
+func TestDiffIgnoreSchema(t *testing.T) {
+	ns := env.Namespace(t)
+	for i, tc := range []struct {
+		name  string
+		rule  fleetv1alpha1.BundleDiffIgnore
+		valid bool
+	}{
+		{"valid", fleetv1alpha1.BundleDiffIgnore{APIVersion: "apps/v1", Kind: "Deployment", JSONPointers: []string{"/spec/replicas", "/metadata/annotations/a~1b"}}, true},
+		{"no leading slash", fleetv1alpha1.BundleDiffIgnore{APIVersion: "apps/v1", Kind: "Deployment", JSONPointers: []string{"spec/replicas"}}, false},
+		{"bad escape", fleetv1alpha1.BundleDiffIgnore{APIVersion: "apps/v1", Kind: "Deployment", JSONPointers: []string{"/metadata/annotations/a~2b"}}, false},
+		{"whole document", fleetv1alpha1.BundleDiffIgnore{APIVersion: "apps/v1", Kind: "Deployment", JSONPointers: []string{""}}, false},
+		{"no pointers", fleetv1alpha1.BundleDiffIgnore{APIVersion: "apps/v1", Kind: "Deployment"}, false},
+		{"no kind", fleetv1alpha1.BundleDiffIgnore{APIVersion: "apps/v1", JSONPointers: []string{"/spec/replicas"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("b%d", i)},
+				Spec: fleetv1alpha1.BundleSpec{Diff: &fleetv1alpha1.BundleDiff{Ignore: []fleetv1alpha1.BundleDiffIgnore{tc.rule}}}}
+			err := env.Client.Create(t.Context(), b)
+			if tc.valid != (err == nil) || err != nil && !apierrors.IsInvalid(err) {
+				t.Errorf("create: %v, want valid=%v", err, tc.valid)
+			}
+			if verr := b.Spec.Diff.Validate(); tc.valid != (verr == nil) {
+				t.Errorf("BundleDiff.Validate = %v, disagrees with the API server (valid=%v)", verr, tc.valid)
 			}
 		})
 	}
