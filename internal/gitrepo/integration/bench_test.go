@@ -409,7 +409,15 @@ func (e *gitopsBench) commit(b *testing.B, k int) {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%d/%d BundleDeployments updated after 600s", got, want)
+			// Not done: say how far it got, at what rate, and with how many writes so far.
+			total := 0
+			for _, c := range diffWrites(writes0, e.writes(b)) {
+				total += c
+			}
+			rate := float64(got) / time.Since(start).Seconds()
+			b.ReportMetric(rate, "bd-updated/s")
+			b.Errorf("%d/%d BundleDeployments updated after 600s (%.0f/s), %d writes so far; controllers %.1f CPU s", got, want, rate, total, e.child.CPUSeconds()-cpu0)
+			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
