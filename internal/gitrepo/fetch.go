@@ -61,6 +61,9 @@ type checkout struct {
 	charts map[string]repoChart
 	// dirs holds every directory of the tree ("." for the root).
 	dirs []string
+	// helm is how charts are downloaded (the GitRepo's spec.helmSecretName), set before each
+	// render: the Secret may change while the commit does not.
+	helm *helmAccess
 }
 
 // endpoint parses and checks a repository URL: only network protocols (never file:// or a

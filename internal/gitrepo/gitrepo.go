@@ -297,6 +297,9 @@ func (r *Reconciler) fetchAndRender(ctx context.Context, gr *fleetv1alpha1.GitRe
 		}
 		st.co, st.source = co, source
 	}
+	if st.co.helm, err = r.helmAccessFor(ctx, gr); err != nil {
+		return nil, err
+	}
 	out, err := render(ctx, st.co, gr)
 	if err != nil {
 		var se *syncError

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"path"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -39,14 +37,12 @@ type HelmConfig struct {
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
 }
 
-// repoChart is a chart downloaded from a Helm repository.
+// repoChart is a chart downloaded from a Helm repository or an OCI registry.
 type repoChart struct {
 	archive []byte
 	version string
+	source  string // where it came from, for messages
 }
-
-// helmHTTP downloads charts from Helm repositories (bounded also by the fetch's context).
-var helmHTTP = &http.Client{Timeout: time.Minute}
 
 // renderHelm makes the Helm part of path p's Bundle: the chart (the path's own, a directory of
 // the repository, or one downloaded from a Helm repository), the merged values and the release
@@ -69,29 +65,15 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 	var archive []byte
 	chartDir, source := "", ""
 	switch {
-	case strings.HasPrefix(h.Chart, "oci://") || strings.HasPrefix(h.Repo, "oci://"):
-		return nil, nil, fail(where, "helm.chart: OCI registries are not supported yet; use an HTTP(S) Helm repository (helm.repo) or put the chart in the repository")
-	case h.Repo != "":
-		if h.Chart == "" {
-			return nil, nil, fail(where, "helm.repo needs helm.chart, the chart's name in the repository")
+	case h.Repo != "" || strings.HasPrefix(h.Chart, helmchart.OCIScheme):
+		access := co.helm
+		if access == nil {
+			access = defaultHelmAccess
 		}
-		if !strings.HasPrefix(h.Repo, "https://") && !strings.HasPrefix(h.Repo, "http://") {
-			return nil, nil, fail(where, "helm.repo %q: only http:// and https:// Helm repositories are supported", h.Repo)
+		var err error
+		if archive, source, err = access.chart(ctx, co, h); err != nil {
+			return nil, nil, fail(where, "%s", err.Error())
 		}
-		key := h.Repo + "\x00" + h.Chart + "\x00" + h.Version
-		rc, ok := co.charts[key]
-		if !ok {
-			a, v, err := helmchart.FromRepo(ctx, helmHTTP, h.Repo, h.Chart, h.Version)
-			if err != nil {
-				return nil, nil, fail(where, "helm.chart %s from helm.repo: %s", h.Chart, err.Error())
-			}
-			rc = repoChart{archive: a, version: v}
-			if co.charts == nil {
-				co.charts = map[string]repoChart{}
-			}
-			co.charts[key] = rc
-		}
-		archive, source = rc.archive, fmt.Sprintf("chart %s %s from %s", h.Chart, rc.version, h.Repo)
 	default:
 		chartDir = p
 		if h.Chart != "" {

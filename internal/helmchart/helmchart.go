@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -206,9 +207,9 @@ func ValidReleaseName(n string) error {
 // FromRepo downloads chart name from the HTTP(S) Helm repository at repoURL: the version
 // matching version (an exact version or a semver constraint; empty: the latest stable one) in
 // its index.yaml, checked against the index's digest. It returns the archive and its version.
-func FromRepo(ctx context.Context, hc *http.Client, repoURL, name, version string) ([]byte, string, error) {
+func FromRepo(ctx context.Context, hc *http.Client, repoURL, name, version string, creds *Credentials) ([]byte, string, error) {
 	base := strings.TrimSuffix(repoURL, "/")
-	data, err := get(ctx, hc, base+"/index.yaml", 20<<20)
+	data, err := get(ctx, hc, base+"/index.yaml", 20<<20, creds)
 	if err != nil {
 		return nil, "", err
 	}
@@ -232,7 +233,13 @@ func FromRepo(ctx context.Context, hc *http.Client, repoURL, name, version strin
 	if err != nil {
 		return nil, "", fmt.Errorf("chart %s %s: URL %q: %w", name, cv.Version, cv.URLs[0], err)
 	}
-	archive, err := get(ctx, hc, u, MaxArchiveSize)
+	// Credentials go to the chart's URL only when it is on the repository's host (an index may
+	// point anywhere), as Helm's pass-credentials default.
+	var chartCreds *Credentials
+	if sameHost(u, base) {
+		chartCreds = creds
+	}
+	archive, err := get(ctx, hc, u, MaxArchiveSize, chartCreds)
 	if err != nil {
 		return nil, "", err
 	}
@@ -248,16 +255,25 @@ func FromRepo(ctx context.Context, hc *http.Client, repoURL, name, version strin
 	return archive, cv.Version, nil
 }
 
-func get(ctx context.Context, hc *http.Client, url string, limit int64) ([]byte, error) {
+func get(ctx context.Context, hc *http.Client, url string, limit int64, creds *Credentials) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if creds != nil {
+		req.SetBasicAuth(creds.Username, creds.Password)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		if creds == nil {
+			return nil, fmt.Errorf("GET %s: %s: the repository needs credentials", url, resp.Status)
+		}
+		return nil, fmt.Errorf("GET %s: %s: the repository refused the credentials", url, resp.Status)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
@@ -301,4 +317,11 @@ func Redact(msg string, values map[string]any, sensitive func(string) bool) stri
 		msg = strings.ReplaceAll(msg, s, "(redacted)")
 	}
 	return msg
+}
+
+// sameHost reports whether URLs a and b name the same scheme, host and port.
+func sameHost(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && ua.Host == ub.Host
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -159,6 +160,13 @@ func TestFromRepo(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := strings.CutPrefix(r.URL.Path, "/private"); ok {
+			if u, pw, ok := r.BasicAuth(); !ok || u != "reader" || pw != "repo-password" {
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+			r.URL.Path = p
+		}
 		if r.URL.Path == "/index.yaml" {
 			_, _ = w.Write(index)
 			return
@@ -170,18 +178,23 @@ func TestFromRepo(t *testing.T) {
 		http.NotFound(w, r)
 	}))
 	t.Cleanup(srv.Close)
+	creds := &Credentials{Username: "reader", Password: "repo-password"}
 	for _, tc := range []struct {
-		name, chart, version, want, err string
+		name, repo, chart, version, want, err string
+		creds                                 *Credentials
 	}{
-		{"latest stable", "web", "", "0.2.0", ""},
-		{"exact", "web", "0.1.0", "0.1.0", ""},
-		{"constraint", "web", "~0.1", "0.1.0", ""},
-		{"unknown chart", "api", "", "", "chart api (any version) not found"},
-		{"unknown version", "web", "9.9.9", "", "chart web (version 9.9.9) not found"},
+		{"latest stable", "/", "web", "", "0.2.0", "", nil},
+		{"exact", "/", "web", "0.1.0", "0.1.0", "", nil},
+		{"constraint", "/", "web", "~0.1", "0.1.0", "", nil},
+		{"unknown chart", "/", "api", "", "", "chart api (any version) not found", nil},
+		{"unknown version", "/", "web", "9.9.9", "", "chart web (version 9.9.9) not found", nil},
+		{"with credentials", "/private/", "web", "0.1.0", "0.1.0", "", creds},
+		{"credentials needed", "/private/", "web", "0.1.0", "", "the repository needs credentials", nil},
+		{"credentials refused", "/private/", "web", "0.1.0", "", "the repository refused the credentials", &Credentials{Username: "reader", Password: "nope"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a, v, err := FromRepo(ctx, srv.Client(), srv.URL+"/", tc.chart, tc.version)
+			a, v, err := FromRepo(ctx, srv.Client(), srv.URL+tc.repo, tc.chart, tc.version, tc.creds)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %q", err, tc.err)
@@ -195,5 +208,49 @@ func TestFromRepo(t *testing.T) {
 				t.Errorf("version %s, want %s", v, tc.want)
 			}
 		})
+	}
+}
+
+// TestFromRepoKeepsCredentialsOnItsHost: an index pointing at a chart on another host gets the
+// chart without the repository's credentials being sent there.
+func TestFromRepoKeepsCredentialsOnItsHost(t *testing.T) {
+	t.Parallel()
+	a, err := Package(testChart("0.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawAuth atomic.Bool
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			sawAuth.Store(true)
+		}
+		_, _ = w.Write(a)
+	}))
+	t.Cleanup(other.Close)
+	idx := repo.NewIndexFile()
+	if err := idx.MustAdd(&chart.Metadata{APIVersion: "v2", Name: "web", Version: "0.1.0"}, "web-0.1.0.tgz", other.URL, ""); err != nil {
+		t.Fatal(err)
+	}
+	index, err := yaml.Marshal(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "reader" || p != "repo-password" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write(index)
+	}))
+	t.Cleanup(srv.Close)
+	got, _, err := FromRepo(t.Context(), srv.Client(), srv.URL, "web", "", &Credentials{Username: "reader", Password: "repo-password"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, a) {
+		t.Error("wrong archive")
+	}
+	if sawAuth.Load() {
+		t.Error("the repository's credentials were sent to the chart's other host")
 	}
 }

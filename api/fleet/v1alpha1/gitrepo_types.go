@@ -95,6 +95,19 @@ type GitRepoSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	ClientSecretName string `json:"clientSecretName,omitempty"`
+	// HelmSecretName names a Secret in the GitRepo's namespace with the credentials for the
+	// Helm repositories and OCI registries its paths' helm.repo / helm.chart name: username and
+	// password (or token), and cacerts (PEM) to trust a private CA. They are sent only to
+	// repositories whose URL matches HelmRepoURLRegex.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	HelmSecretName string `json:"helmSecretName,omitempty"`
+	// HelmRepoURLRegex limits where HelmSecretName's credentials go: only to Helm repositories
+	// and OCI registries whose URL (https://… or oci://…) matches this regular expression
+	// (default: every one the repository names; set it when paths may name public charts).
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	HelmRepoURLRegex string `json:"helmRepoURLRegex,omitempty"`
 	// PollingInterval is how often the revision is checked for new commits (default 15s).
 	// +optional
 	PollingInterval *metav1.Duration `json:"pollingInterval,omitempty"`
