@@ -84,7 +84,8 @@ func TestNoSecondWriteFromStaleCache(t *testing.T) {
 	counting := &staleBDs{Client: c}
 	r.Client = counting
 	pass() // creates the three BundleDeployments
-	counting.old = []fleetv1alpha1.BundleDeployment{} // a cache that does not show them yet
+	// A cache that does not show them yet:
+	counting.old = []fleetv1alpha1.BundleDeployment{}
 	pass()
 	if counting.creates != 3 {
 		t.Fatalf("%d creates, want 3 (none again while the cache does not show them)", counting.creates)

@@ -47,7 +47,7 @@ type Child struct {
 // It is stopped (SIGTERM, waited for) when tb ends, if not before.
 func StartChild(tb testing.TB, env ...string) *Child {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0])
+	cmd := exec.Command(os.Args[0]) //nolint:gosec // this test binary itself, run again
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
