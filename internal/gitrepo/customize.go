@@ -274,7 +274,8 @@ func orChart(cfgFile, p string) string {
 }
 
 // unknownKeys lists the keys of v (decoded YAML or JSON) that the type t does not have, as
-// dotted paths with list indexes ("helm.valueFiles", "targetCustomizations[1].yaml"), sorted.
+// dotted paths with list indexes ("helm.valueFiles", "targetCustomizations[1].yaml.overlays"; an
+// unknown section by its keys), sorted.
 // Maps of arbitrary keys (Helm values, labels) and raw objects are not looked into.
 func unknownKeys(v any, t reflect.Type, prefix string) []string {
 	for t.Kind() == reflect.Pointer {
@@ -306,7 +307,14 @@ func unknownKeys(v any, t reflect.Type, prefix string) []string {
 			}
 			ft, ok := fields[k]
 			if !ok {
-				out = append(out, key)
+				// An unknown section is named by its keys ("rolloutStrategy.partitions").
+				if sm, isMap := sub.(map[string]any); isMap && len(sm) > 0 {
+					for sk := range sm {
+						out = append(out, key+"."+sk)
+					}
+				} else {
+					out = append(out, key)
+				}
 				continue
 			}
 			out = append(out, unknownKeys(sub, ft, key)...)

@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -84,6 +85,16 @@ targetCustomizations:
 	// The path's values are not changed by the customizations' merges.
 	if got := string(r.spec.Helm.Values.Raw); got != `{"color":"green","extra":{"a":1},"size":2}` {
 		t.Errorf("path values after customizations %s", got)
+	}
+	// A change of a customization changes its values only: the chart (packaged without
+	// drover.yaml) and the path's values stay, so the other clusters get no new version.
+	files["web/drover.yaml"] = strings.Replace(files["web/drover.yaml"], "extra: {b: 2}", "extra: {b: 3}", 1)
+	again := renderOne(t, files, "web")
+	if !bytes.Equal(again.spec.Helm.Chart, r.spec.Helm.Chart) || string(again.spec.Helm.Values.Raw) != string(r.spec.Helm.Values.Raw) {
+		t.Error("changing a customization's values changed the chart or the path's values")
+	}
+	if string(again.spec.TargetCustomizations[0].HelmValues.Raw) == string(tcs[0].HelmValues.Raw) {
+		t.Error("the customization's values did not change")
 	}
 	// First match wins: a prod cluster in eu gets prod's values, not prod-eu's.
 	b := &fleetv1alpha1.Bundle{Spec: r.spec}
@@ -197,7 +208,7 @@ func TestCustomizationErrorsNameFileAndKey(t *testing.T) {
 		{"bad selector", withFiles(kust, map[string]string{"app/drover.yaml": "targetCustomizations:\n- name: a\n  clusterSelector: {matchExpressions: [{key: env, operator: Nope}]}\n"}),
 			[]string{"app/drover.yaml", "targetCustomizations[0].clusterSelector"}},
 		{"unknown nested key", withFiles(kust, map[string]string{"app/drover.yaml": "targetCustomizations:\n- name: a\n" + sel + "  helm: {valueFiles: [x.yaml]}\n  yaml: {overlays: [x]}\n"}),
-			[]string{"app/drover.yaml", `"targetCustomizations[0].helm.valueFiles"`, `"targetCustomizations[0].yaml"`}},
+			[]string{"app/drover.yaml", `"targetCustomizations[0].helm.valueFiles"`, `"targetCustomizations[0].yaml.overlays"`}},
 		{"too many", withFiles(kust, map[string]string{"app/drover.yaml": many.String()}), []string{"app/drover.yaml", "targetCustomizations: 33 entries"}},
 		{"helm values for manifests", withFiles(kust, map[string]string{"app/drover.yaml": "targetCustomizations:\n- name: a\n" + sel + "  helm: {values: {x: 1}}\n"}),
 			[]string{"app/drover.yaml", "targetCustomizations[0].helm", "not a Helm chart"}},

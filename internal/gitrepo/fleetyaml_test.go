@@ -113,7 +113,7 @@ imageScans: [{image: x}]
 			t.Fatalf("warnings %v", web.warnings)
 		}
 		w := web.warnings[0]
-		for _, key := range []string{"apps/web/fleet.yaml: ", "helm.takeOwnership", "rolloutStrategy", "targetCustomizations[0].yaml",
+		for _, key := range []string{"apps/web/fleet.yaml: ", "helm.takeOwnership", "rolloutStrategy.partitions", "rolloutStrategy.maxUnavailable", "targetCustomizations[0].yaml.overlays",
 			"targetCustomizations[1].clusterGroup", "targetCustomizations[1] (matches no cluster", "dependsOn[1].acceptedStates",
 			"diff.comparePatches[0].operations[1]", "imageScans", "helm.values.host (Fleet templating"} {
 			if !strings.Contains(w, key) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"reflect"
 	"regexp"
@@ -237,7 +238,7 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 		if cfg.Kustomize != nil {
 			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: kustomize: a Helm chart's path cannot be rendered with Kustomize", p, orChart(cfgFile, p))
 		}
-		h, custom, err := renderHelm(ctx, co, gr, p, cfgFile, &cfg)
+		h, custom, err := renderHelm(ctx, withoutSettings(co, p), gr, p, cfgFile, &cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -284,6 +285,26 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 		return nil, err
 	}
 	return r, checkSize(r, cfgFile)
+}
+
+// withoutSettings is co without path p's drover.yaml and fleet.yaml, so that a chart at p is
+// packaged without them: a change of its settings (a target customization's values) must not
+// change the chart every cluster gets.
+func withoutSettings(co *checkout, p string) *checkout {
+	cfg, fleet := joinPath(p, ConfigFile), joinPath(p, FleetFile)
+	_, hasCfg := co.files[cfg]
+	_, hasFleet := co.files[fleet]
+	if !hasCfg && !hasFleet {
+		return co
+	}
+	if co.charts == nil {
+		co.charts = map[string]repoChart{} // shared with the copy: downloads stay cached
+	}
+	c := *co
+	c.files = maps.Clone(co.files)
+	delete(c.files, cfg)
+	delete(c.files, fleet)
+	return &c
 }
 
 // parseConfig reads a drover.yaml: unknown keys and invalid values are errors naming the key.
