@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -118,12 +119,12 @@ func (a *helmAccess) chart(ctx context.Context, co *checkout, h *HelmConfig) ([]
 	var err error
 	if oci {
 		if archive, version, err = helmchart.FromOCI(ctx, a.client, ref, h.Version, a.credsFor(ref)); err != nil {
-			return nil, "", fmt.Errorf("helm.chart: %w", err)
+			return nil, "", fmt.Errorf("helm.chart: %w", untrusted(err))
 		}
 		source = fmt.Sprintf("chart %s version %s", ref, version)
 	} else {
 		if archive, version, err = helmchart.FromRepo(ctx, a.client, h.Repo, h.Chart, h.Version, a.credsFor(h.Repo)); err != nil {
-			return nil, "", fmt.Errorf("helm.chart %s from helm.repo: %w", h.Chart, err)
+			return nil, "", fmt.Errorf("helm.chart %s from helm.repo: %w", h.Chart, untrusted(err))
 		}
 		source = fmt.Sprintf("chart %s %s from %s", h.Chart, version, h.Repo)
 	}
@@ -132,4 +133,14 @@ func (a *helmAccess) chart(ctx context.Context, co *checkout, h *HelmConfig) ([]
 	}
 	co.charts[key] = repoChart{archive: archive, version: version, source: source}
 	return archive, source, nil
+}
+
+// untrusted says what to do when a repository's TLS certificate is not trusted.
+func untrusted(err error) error {
+	var unknown x509.UnknownAuthorityError
+	var verify *tls.CertificateVerificationError
+	if errors.As(err, &unknown) || errors.As(err, &verify) {
+		return fmt.Errorf("%w (the server's TLS certificate is not trusted: add its CA as %s to spec.helmSecretName's Secret)", err, fleetv1alpha1.GitKeyCACerts)
+	}
+	return err
 }

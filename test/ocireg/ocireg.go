@@ -31,12 +31,11 @@ type Registry struct {
 	mu    sync.Mutex
 	blobs map[string][]byte            // digest → content
 	tags  map[string]map[string]string // repository → tag → manifest digest
-	pulls map[string]int               // repository → manifest requests
 }
 
 // New returns an empty registry.
 func New() *Registry {
-	return &Registry{blobs: map[string][]byte{}, tags: map[string]map[string]string{}, pulls: map[string]int{}}
+	return &Registry{blobs: map[string][]byte{}, tags: map[string]map[string]string{}}
 }
 
 func digestOf(b []byte) string {
@@ -83,13 +82,6 @@ func (r *Registry) Corrupt(digest string, content []byte) {
 	r.blobs[digest] = content
 }
 
-// Pulls is how many times a manifest of repository was asked for.
-func (r *Registry) Pulls(repository string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.pulls[repository]
-}
-
 // ServeHTTP serves the distribution API's pull endpoints.
 func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if r.Username != "" {
@@ -128,7 +120,6 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case strings.Contains(p, "/manifests/"):
 		i := strings.LastIndex(p, "/manifests/")
 		repo, ref := p[:i], p[i+len("/manifests/"):]
-		r.pulls[repo]++
 		digest := ref
 		if !strings.HasPrefix(ref, "sha256:") {
 			if digest = r.tags[repo][ref]; digest == "" {
