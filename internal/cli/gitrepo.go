@@ -27,6 +27,7 @@ func newGitRepoCommand(k *kubeOptions) *cobra.Command {
 func newGitRepoAddCommand(k *kubeOptions) *cobra.Command {
 	var (
 		repo, branch, tag, revision, secret string
+		helmSecret, helmRepoURLRegex        string
 		paths, clusters, selectors          []string
 		interval                            time.Duration
 		paused                              bool
@@ -51,7 +52,7 @@ func newGitRepoAddCommand(k *kubeOptions) *cobra.Command {
 			}
 			gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: args[0]},
 				Spec: fleetv1alpha1.GitRepoSpec{Repo: repo, Branch: branch, Tag: tag, Revision: revision, Paths: paths,
-					ClientSecretName: secret, Paused: paused}}
+					ClientSecretName: secret, HelmSecretName: helmSecret, HelmRepoURLRegex: helmRepoURLRegex, Paused: paused}}
 			if interval != 0 {
 				gr.Spec.PollingInterval = &metav1.Duration{Duration: interval}
 			}
@@ -93,6 +94,8 @@ func newGitRepoAddCommand(k *kubeOptions) *cobra.Command {
 	f.StringVar(&revision, "revision", "", "commit SHA to deploy")
 	f.StringSliceVar(&paths, "paths", nil, "directory globs that become Bundles, comma-separated (default: the repository root)")
 	f.StringVar(&secret, "secret", "", "Secret with the credentials (username/password or token for HTTP(S); ssh-privatekey and known_hosts for SSH)")
+	f.StringVar(&helmSecret, "helm-secret", "", "Secret with the credentials for the Helm repositories and OCI registries the paths name (username/password or token, cacerts)")
+	f.StringVar(&helmRepoURLRegex, "helm-repo-url-regex", "", "send --helm-secret's credentials only to repository/registry URLs matching this regular expression")
 	f.DurationVar(&interval, "polling-interval", 0, "how often to look for new commits (default 15s)")
 	f.BoolVar(&paused, "paused", false, "create it paused (nothing is fetched)")
 	f.StringArrayVar(&clusters, "cluster", nil, "target the Cluster of this name (repeatable)")

@@ -20,7 +20,7 @@ func TestGitRepoAddListGet(t *testing.T) {
 	ns := mgmt.Namespace(t)
 	out, errOut, err := drover(ctx, "gitrepo", "add", "web", "--repo", "https://git.example.com/org/deploy.git",
 		"--branch", "main", "--paths", "apps/*,base", "--cluster", "edge-1", "--selector", "env=prod", "--polling-interval", "30s",
-		"--secret", "git-auth", "--kubeconfig", kc, "-n", ns)
+		"--secret", "git-auth", "--helm-secret", "helm-auth", "--helm-repo-url-regex", "^oci://registry[.]example[.]com/", "--kubeconfig", kc, "-n", ns)
 	if err != nil {
 		t.Fatalf("add: %v\n%s%s", err, out, errOut)
 	}
@@ -30,7 +30,7 @@ func TestGitRepoAddListGet(t *testing.T) {
 	}
 	s := gr.Spec
 	if s.Repo != "https://git.example.com/org/deploy.git" || s.Branch != "main" || strings.Join(s.Paths, ",") != "apps/*,base" ||
-		s.ClientSecretName != "git-auth" || s.PollingInterval == nil || s.PollingInterval.Duration != 30*time.Second ||
+		s.ClientSecretName != "git-auth" || s.HelmSecretName != "helm-auth" || s.HelmRepoURLRegex != "^oci://registry[.]example[.]com/" || s.PollingInterval == nil || s.PollingInterval.Duration != 30*time.Second ||
 		len(s.Targets) != 2 || s.Targets[0].ClusterName != "edge-1" || s.Targets[1].ClusterSelector.MatchLabels["env"] != "prod" {
 		t.Errorf("spec %+v", s)
 	}
