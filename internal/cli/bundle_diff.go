@@ -167,7 +167,13 @@ func runBundleDiff(ctx context.Context, out io.Writer, k *kubeOptions, name stri
 	var proposed *content
 	switch {
 	case spec != nil:
-		proposed = &content{manifests: spec.Resources, helm: spec.Helm, opts: bundle.DeploymentOptions(spec)}
+		// The cluster's own version: its first matching target customization's, if any.
+		tc, err := bundle.Customization(&fleetv1alpha1.Bundle{Spec: *spec}, cl)
+		if err != nil {
+			return fmt.Errorf("bundle %s/%s: %w", ns, name, err)
+		}
+		manifests, helm, opts := bundle.Variant(spec, tc)
+		proposed = &content{manifests: manifests, helm: helm, opts: opts}
 		if deployed == nil {
 			deployed = &content{opts: proposed.opts} // nothing deployed: every object is added
 		} else {

@@ -2,7 +2,6 @@ package gitrepo
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -27,15 +26,6 @@ func renderOne(t *testing.T, files map[string]string, paths ...string) rendered 
 		t.Fatalf("rendered %d Bundles, want 1: %+v", len(out), out)
 	}
 	return out[0]
-}
-
-func valuesOf(t *testing.T, raw []byte) map[string]any {
-	t.Helper()
-	v := map[string]any{}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 // TestRenderHelmTargetCustomizations: a customization's helm valuesFiles and values are merged
