@@ -629,7 +629,7 @@ func (m *matrix) cell(c *fleetv1alpha1.Cluster, col *bundleColumn) cellData {
 	bd := m.bds[key(b.Namespace, b.Name)][key(c.Namespace, c.Name)]
 	switch {
 	case bd != nil:
-		state, msg := bundle.DeploymentState(bd, b.Status.DeploymentID)
+		state, msg := bundle.DeploymentState(bd, bundle.WantedDeploymentID(b, bd))
 		cell.State, cell.Message = strings.ToLower(state), msg
 		if state == bundle.StateReady {
 			cell.State = "ready"
