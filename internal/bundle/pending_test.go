@@ -3,6 +3,7 @@ package bundle
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,12 +20,12 @@ import (
 type staleBDs struct {
 	client.Client
 	old              []fleetv1alpha1.BundleDeployment
-	creates, updates int
+	creates, updates atomic.Int64 // the reconciler writes from several workers
 }
 
 func (c *staleBDs) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	if _, ok := obj.(*fleetv1alpha1.BundleDeployment); ok {
-		c.creates++
+		c.creates.Add(1)
 	}
 	return c.Client.Create(ctx, obj, opts...)
 }
@@ -42,7 +43,7 @@ func (c *staleBDs) List(ctx context.Context, list client.ObjectList, opts ...cli
 
 func (c *staleBDs) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	if _, ok := obj.(*fleetv1alpha1.BundleDeployment); ok {
-		c.updates++
+		c.updates.Add(1)
 	}
 	return c.Client.Update(ctx, obj, opts...)
 }
@@ -87,8 +88,8 @@ func TestNoSecondWriteFromStaleCache(t *testing.T) {
 	// A cache that does not show them yet:
 	counting.old = []fleetv1alpha1.BundleDeployment{}
 	pass()
-	if counting.creates != 3 {
-		t.Fatalf("%d creates, want 3 (none again while the cache does not show them)", counting.creates)
+	if counting.creates.Load() != 3 {
+		t.Fatalf("%d creates, want 3 (none again while the cache does not show them)", counting.creates.Load())
 	}
 	change("v2")
 	var before fleetv1alpha1.BundleDeploymentList
@@ -98,13 +99,13 @@ func TestNoSecondWriteFromStaleCache(t *testing.T) {
 	counting = &staleBDs{Client: c}
 	r.Client = counting
 	pass() // updates them: the cache is current
-	if counting.updates != 3 {
-		t.Fatalf("%d updates, want 3", counting.updates)
+	if counting.updates.Load() != 3 {
+		t.Fatalf("%d updates, want 3", counting.updates.Load())
 	}
 	counting.old = before.Items // the next pass reads the copies from before those updates
 	pass()
-	if counting.updates != 3 {
-		t.Errorf("a pass reading a stale cache wrote %d more updates, want none", counting.updates-3)
+	if counting.updates.Load() != 3 {
+		t.Errorf("a pass reading a stale cache wrote %d more updates, want none", counting.updates.Load()-3)
 	}
 	// The cache has caught up: a new change updates every one once.
 	var now fleetv1alpha1.BundleDeploymentList
@@ -115,8 +116,8 @@ func TestNoSecondWriteFromStaleCache(t *testing.T) {
 	counting = &staleBDs{Client: c, old: now.Items}
 	r.Client = counting
 	pass()
-	if counting.updates != 3 {
-		t.Errorf("%d updates after the cache caught up, want 3", counting.updates)
+	if counting.updates.Load() != 3 {
+		t.Errorf("%d updates after the cache caught up, want 3", counting.updates.Load())
 	}
 	if n := countAt(t, ctx, c, currentID(t, ctx, c, b)); n != 3 {
 		t.Errorf("%d/3 BundleDeployments at the current version", n)
