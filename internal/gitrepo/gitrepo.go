@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -326,55 +327,21 @@ func (r *Reconciler) ownedBundles(ctx context.Context, gr *fleetv1alpha1.GitRepo
 	return out, nil
 }
 
-// write applies the rendered Bundles that changed and deletes the owned Bundles of paths that
-// are gone.
+// write applies the rendered Bundles that changed (several at once: a commit may change every
+// path of a large repository) and deletes the owned Bundles of paths that are gone.
 func (r *Reconciler) write(ctx context.Context, gr *fleetv1alpha1.GitRepo, commit string, out []rendered, owned map[string]*fleetv1alpha1.Bundle) error {
 	want := map[string]bool{}
 	for i := range out {
+		want[out[i].name] = true
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(bundleWriters)
+	for i := range out {
 		rb := &out[i]
-		want[rb.name] = true
-		hash := specHash(&rb.spec)
-		if len(rb.labels) > 0 {
-			hash = specHash(&struct {
-				Spec   *fleetv1alpha1.BundleSpec `json:"spec"`
-				Labels map[string]string         `json:"labels"`
-			}{&rb.spec, rb.labels})
-		}
-		if cur := owned[rb.name]; cur != nil && cur.Annotations[specHashAnnotation] == hash && cur.Annotations[fleetv1alpha1.GitRepoPathAnnotation] == rb.path {
-			continue
-		}
-		if cur := owned[rb.name]; cur == nil {
-			existing := &fleetv1alpha1.Bundle{}
-			err := r.Client.Get(ctx, client.ObjectKey{Namespace: gr.Namespace, Name: rb.name}, existing)
-			if err == nil && !metav1.IsControlledBy(existing, gr) {
-				return failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: Bundle %s already exists and does not belong to this GitRepo: delete or rename it", rb.path, rb.name)
-			}
-			if client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("get Bundle %s/%s: %w", gr.Namespace, rb.name, err)
-			}
-		}
-		labels := map[string]string{}
-		for k, v := range rb.labels {
-			labels[k] = v
-		}
-		labels[fleetv1alpha1.GitRepoNameLabel] = gr.Name
-		b := &fleetv1alpha1.Bundle{
-			TypeMeta: metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "Bundle"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: gr.Namespace, Name: rb.name,
-				Labels: labels,
-				Annotations: map[string]string{
-					fleetv1alpha1.GitRepoPathAnnotation:   rb.path,
-					fleetv1alpha1.GitRepoCommitAnnotation: commit,
-					specHashAnnotation:                    hash,
-				}},
-			Spec: rb.spec,
-		}
-		if err := controllerutil.SetControllerReference(gr, b, r.Client.Scheme()); err != nil {
-			return fmt.Errorf("own Bundle %s: %w", rb.name, err)
-		}
-		if err := r.Client.Patch(ctx, b, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply with a typed object is fine here
-			return fmt.Errorf("apply Bundle %s/%s: %w", gr.Namespace, rb.name, err)
-		}
+		g.Go(func() error { return r.writeBundle(gctx, gr, commit, rb, owned[rb.name]) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	for name, b := range owned {
 		if want[name] {
@@ -383,6 +350,56 @@ func (r *Reconciler) write(ctx context.Context, gr *fleetv1alpha1.GitRepo, commi
 		if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete Bundle %s/%s of removed path %s: %w", gr.Namespace, name, b.Annotations[fleetv1alpha1.GitRepoPathAnnotation], err)
 		}
+	}
+	return nil
+}
+
+// bundleWriters is how many Bundles of one GitRepo are written at once.
+const bundleWriters = 8
+
+// writeBundle applies rb's Bundle unless cur, the Bundle as it is, already has its content.
+func (r *Reconciler) writeBundle(ctx context.Context, gr *fleetv1alpha1.GitRepo, commit string, rb *rendered, cur *fleetv1alpha1.Bundle) error {
+	hash := specHash(&rb.spec)
+	if len(rb.labels) > 0 {
+		hash = specHash(&struct {
+			Spec   *fleetv1alpha1.BundleSpec `json:"spec"`
+			Labels map[string]string         `json:"labels"`
+		}{&rb.spec, rb.labels})
+	}
+	if cur != nil && cur.Annotations[specHashAnnotation] == hash && cur.Annotations[fleetv1alpha1.GitRepoPathAnnotation] == rb.path {
+		return nil
+	}
+	if cur == nil {
+		existing := &fleetv1alpha1.Bundle{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: gr.Namespace, Name: rb.name}, existing)
+		if err == nil && !metav1.IsControlledBy(existing, gr) {
+			return failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: Bundle %s already exists and does not belong to this GitRepo: delete or rename it", rb.path, rb.name)
+		}
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("get Bundle %s/%s: %w", gr.Namespace, rb.name, err)
+		}
+	}
+	labels := map[string]string{}
+	for k, v := range rb.labels {
+		labels[k] = v
+	}
+	labels[fleetv1alpha1.GitRepoNameLabel] = gr.Name
+	b := &fleetv1alpha1.Bundle{
+		TypeMeta: metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "Bundle"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: gr.Namespace, Name: rb.name,
+			Labels: labels,
+			Annotations: map[string]string{
+				fleetv1alpha1.GitRepoPathAnnotation:   rb.path,
+				fleetv1alpha1.GitRepoCommitAnnotation: commit,
+				specHashAnnotation:                    hash,
+			}},
+		Spec: rb.spec,
+	}
+	if err := controllerutil.SetControllerReference(gr, b, r.Client.Scheme()); err != nil {
+		return fmt.Errorf("own Bundle %s: %w", rb.name, err)
+	}
+	if err := r.Client.Patch(ctx, b, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply with a typed object is fine here
+		return fmt.Errorf("apply Bundle %s/%s: %w", gr.Namespace, rb.name, err)
 	}
 	return nil
 }
