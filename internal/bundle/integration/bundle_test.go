@@ -470,3 +470,23 @@ func waitBundleDeployment(t *testing.T, cluster, name string, timeout time.Durat
 		return want(bd)
 	})
 }
+
+// waitBundle polls Bundle b until want accepts it.
+func waitBundle(t *testing.T, b *fleetv1alpha1.Bundle, timeout time.Duration, want func(*fleetv1alpha1.Bundle) error) {
+	t.Helper()
+	eventually(t, timeout, func() error {
+		got := &fleetv1alpha1.Bundle{}
+		if err := mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(b), got); err != nil {
+			return err
+		}
+		return want(got)
+	})
+}
+
+// bundleReadyOn1 accepts a Bundle ready on its one cluster.
+func bundleReadyOn1(got *fleetv1alpha1.Bundle) error {
+	if s := got.Status.Summary; s.Ready != 1 || !meta.IsStatusConditionTrue(got.Status.Conditions, fleetv1alpha1.ConditionReady) {
+		return fmt.Errorf("bundle summary %+v", s)
+	}
+	return nil
+}

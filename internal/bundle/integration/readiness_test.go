@@ -111,16 +111,7 @@ func TestCustomResourceReadiness(t *testing.T) {
 			}
 			return nil
 		})
-		eventually(t, 30*time.Second, func() error {
-			got := &fleetv1alpha1.Bundle{}
-			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
-				return err
-			}
-			if s := got.Status.Summary; s.Ready != 1 || !meta.IsStatusConditionTrue(got.Status.Conditions, fleetv1alpha1.ConditionReady) {
-				return fmt.Errorf("bundle summary %+v", s)
-			}
-			return nil
-		})
+		waitBundle(t, b, 30*time.Second, bundleReadyOn1)
 	})
 }
 

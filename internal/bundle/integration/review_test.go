@@ -146,16 +146,7 @@ func TestCRDAndCustomResource(t *testing.T) {
 	if err := plain.Client.Get(ctx, client.ObjectKey{Namespace: name, Name: "w"}, got); err != nil {
 		t.Fatalf("custom resource downstream: %v", err)
 	}
-	eventually(t, 30*time.Second, func() error {
-		got := &fleetv1alpha1.Bundle{}
-		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
-			return err
-		}
-		if s := got.Status.Summary; s.Ready != 1 || !meta.IsStatusConditionTrue(got.Status.Conditions, fleetv1alpha1.ConditionReady) {
-			return fmt.Errorf("bundle summary %+v", s)
-		}
-		return nil
-	})
+	waitBundle(t, b, 30*time.Second, bundleReadyOn1)
 }
 
 // TestUnknownKindIsRetried: a custom resource whose CRD is not in the cluster leaves its

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	"helm.sh/helm/v4/pkg/cli"
 	"helm.sh/helm/v4/pkg/release"
 	helmrepo "helm.sh/helm/v4/pkg/repo/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,7 +20,6 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/gitrepo"
-	"github.com/droverhq/drover/internal/registration/local"
 )
 
 // webChart is a chart "web" of the given version: a ConfigMap "<release>-web" in the release
@@ -44,22 +41,7 @@ func webChart(dir, version string) map[string]string {
 // --kubeconfig <the downstream cluster's kubeconfig>`.
 func helmDownstream(t *testing.T, namespace string) *action.Configuration {
 	t.Helper()
-	kc, err := local.Kubeconfig(plain.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(file, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	settings := cli.New()
-	settings.KubeConfig = file
-	settings.SetNamespace(namespace)
-	cfg := action.NewConfiguration()
-	if err := cfg.Init(settings.RESTClientGetter(), namespace, "secret"); err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return helmOn(t, plain, namespace)
 }
 
 // releaseState is what `helm list -a` and `helm history` say of a release: whether it is
