@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -187,11 +188,7 @@ func TestDriftIsReportedAndCorrected(t *testing.T) {
 			}
 			return nil
 		})
-		eventually(t, 10*time.Second, func() error {
-			got := &fleetv1alpha1.Bundle{}
-			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
-				return err
-			}
+		waitBundle(t, b, 10*time.Second, func(got *fleetv1alpha1.Bundle) error {
 			if s := got.Status.Summary; s.Modified != 1 || len(s.NonReadyClusters) != 1 || s.NonReadyClusters[0].Name != plainName || !strings.Contains(s.NonReadyClusters[0].Message, "data.color") {
 				return fmt.Errorf("bundle summary %+v", s)
 			}
@@ -424,11 +421,7 @@ func TestWorkloadReadiness(t *testing.T) {
 			}
 			return nil
 		})
-		eventually(t, 30*time.Second, func() error {
-			got := &fleetv1alpha1.Bundle{}
-			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
-				return err
-			}
+		waitBundle(t, b, 30*time.Second, func(got *fleetv1alpha1.Bundle) error {
 			if s := got.Status.Summary; s.NotReady != 1 || s.Ready != 0 || len(s.NonReadyClusters) != 1 || !strings.Contains(s.NonReadyClusters[0].Message, "web-ready") {
 				return fmt.Errorf("bundle summary %+v", s)
 			}
@@ -489,4 +482,24 @@ func bundleReadyOn1(got *fleetv1alpha1.Bundle) error {
 		return fmt.Errorf("bundle summary %+v", s)
 	}
 	return nil
+}
+
+// testCRD is a CustomResourceDefinition of kind in group, version v1, whose spec (and, with a
+// status subresource, status) take any fields. Its plural is the kind lowercased plus "s".
+func testCRD(group, kind, scope string, statusSubresource bool) *unstructured.Unstructured {
+	singular := strings.ToLower(kind)
+	props := map[string]any{"spec": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+	version := map[string]any{"name": "v1", "served": true, "storage": true,
+		"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": props}}}
+	if statusSubresource {
+		props["status"] = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+		version["subresources"] = map[string]any{"status": map[string]any{}}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": singular + "s." + group},
+		"spec": map[string]any{"group": group, "scope": scope,
+			"names":    map[string]any{"plural": singular + "s", "singular": singular, "kind": kind, "listKind": kind + "List"},
+			"versions": []any{version}},
+	}}
 }

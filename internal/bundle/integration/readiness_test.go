@@ -45,17 +45,7 @@ func TestCustomResourceReadiness(t *testing.T) {
 	ctx := t.Context()
 	name := unique("cr-ready")
 	group := name + ".test.drover.io"
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "databases." + group},
-		"spec": map[string]any{"group": group, "scope": "Namespaced",
-			"names": map[string]any{"plural": "databases", "singular": "database", "kind": "Database", "listKind": "DatabaseList"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
-				"subresources": map[string]any{"status": map[string]any{}},
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
-					"spec":   map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-					"status": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}},
-	}}
+	crd := testCRD(group, "Database", "Namespaced", true)
 	db := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": group + "/v1", "kind": "Database",
 		"metadata": map[string]any{"name": "orders"}, "spec": map[string]any{"size": "1Gi"},
@@ -92,11 +82,7 @@ func TestCustomResourceReadiness(t *testing.T) {
 	t.Run("Ready=False: not ready, named", func(t *testing.T) {
 		setReady("False", "VolumeNotBound", "waiting for a 1Gi volume")
 		notReadyBecause(t, plainName, name, "Database "+name+"/orders: Ready=False (VolumeNotBound): waiting for a 1Gi volume")
-		eventually(t, 30*time.Second, func() error {
-			got := &fleetv1alpha1.Bundle{}
-			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
-				return err
-			}
+		waitBundle(t, b, 30*time.Second, func(got *fleetv1alpha1.Bundle) error {
 			if s := got.Status.Summary; s.NotReady != 1 || s.Ready != 0 || len(s.NonReadyClusters) != 1 || !strings.Contains(s.NonReadyClusters[0].Message, "VolumeNotBound") {
 				return fmt.Errorf("bundle summary %+v", s)
 			}

@@ -94,11 +94,7 @@ func TestSecretDriftIsRedacted(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 30*time.Second, func() error {
-		got := &fleetv1alpha1.Bundle{}
-		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
-			return err
-		}
+	waitBundle(t, b, 30*time.Second, func(got *fleetv1alpha1.Bundle) error {
 		if err := leaks(got.Status); err != nil {
 			t.Fatal(err)
 		}
@@ -117,15 +113,7 @@ func TestCRDAndCustomResource(t *testing.T) {
 	ctx := t.Context()
 	name := unique("crd")
 	group := name + ".test.drover.io"
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "widgets." + group},
-		"spec": map[string]any{"group": group, "scope": "Namespaced",
-			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object",
-					"properties": map[string]any{"spec": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}},
-	}}
+	crd := testCRD(group, "Widget", "Namespaced", false)
 	widget := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": group + "/v1", "kind": "Widget",
 		"metadata": map[string]any{"name": "w"}, "spec": map[string]any{"size": int64(3)},
@@ -171,25 +159,14 @@ func TestUnknownKindIsRetried(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 30*time.Second, func() error {
-		got := &fleetv1alpha1.Bundle{}
-		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
-			return err
-		}
+	waitBundle(t, b, 30*time.Second, func(got *fleetv1alpha1.Bundle) error {
 		if s := got.Status.Summary; s.Pending != 1 || s.ErrApplied != 0 || len(s.NonReadyClusters) != 1 || !strings.Contains(s.NonReadyClusters[0].Message, "Gadget") {
 			return fmt.Errorf("bundle summary %+v", s)
 		}
 		return nil
 	})
 	// The CRD arrives by other means.
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "gadgets." + group},
-		"spec": map[string]any{"group": group, "scope": "Cluster",
-			"names": map[string]any{"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object"}}}}},
-	}}
+	crd := testCRD(group, "Gadget", "Cluster", false)
 	if err := plain.Client.Create(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
