@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"maps"
 	"os"
+	"net/http/pprof"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -128,7 +133,10 @@ func runGitOpsBenchController(kubeconfig, addrsFile string) int {
 	if err != nil {
 		return fail(err)
 	}
-	go func() { _ = http.Serve(cl, writes) }()
+	mux := http.NewServeMux()
+	mux.Handle("/", writes)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile) // DROVER_BENCH_PROFILE_DIR
+	go func() { _ = http.Serve(cl, mux) }()
 	addrs := "http://" + wl.Addr().String() + "/\nhttp://" + cl.Addr().String() + "/\n"
 	if err := os.WriteFile(addrsFile, []byte(addrs), 0o600); err != nil {
 		return fail(err)
@@ -391,7 +399,9 @@ func (e *gitopsBench) commit(b *testing.B, k int) {
 		e.versions[i]++
 	}
 	e.repo.commit(fmt.Sprintf("change %d paths", k), e.files())
-	cpu0 := e.child.CPUSeconds()
+	cpu0, procs0 := e.child.CPUSeconds(), e.processCPU()
+	stopProfiles := e.profile(b, fmt.Sprintf("commit-%d", k))
+	defer stopProfiles()
 
 	start := time.Now()
 	d := signed(webhook.GitHub, "refs/heads/main", e.repo.url)
@@ -421,8 +431,15 @@ func (e *gitopsBench) commit(b *testing.B, k int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	procs := e.processCPU()
 	quiet := e.waitQuiet(b)
 	cpu := e.child.CPUSeconds() - cpu0
+	// Where the CPU went until every BundleDeployment was updated: per update, by process.
+	for _, name := range slices.Sorted(maps.Keys(procs)) {
+		if d := procs[name] - procs0[name]; d > 0 {
+			b.Logf("CPU until all updated, %s: %.1f s (%.2f ms per BundleDeployment update)", name, d, d*1000/float64(want))
+		}
+	}
 	rss := e.child.PeakRSSMB()
 	w := diffWrites(writes0, e.writes(b))
 
@@ -510,6 +527,50 @@ func (e *gitopsBench) commit(b *testing.B, k int) {
 	if took > target {
 		b.Errorf("push to all updated took %s, target %s", took, target)
 	}
+}
+
+// profile writes CPU profiles of the controllers and the management API server to
+// $DROVER_BENCH_PROFILE_DIR (unset: none), $DROVER_BENCH_PROFILE_SECONDS (default 60) from now.
+func (e *gitopsBench) profile(b *testing.B, name string) (wait func()) {
+	dir := os.Getenv("DROVER_BENCH_PROFILE_DIR")
+	if dir == "" {
+		return func() {}
+	}
+	secs := os.Getenv("DROVER_BENCH_PROFILE_SECONDS")
+	if secs == "" {
+		secs = "60"
+	}
+	get := func(client *http.Client, url, file string) {
+		resp, err := client.Get(url + "?seconds=" + secs)
+		if err != nil {
+			b.Logf("profile %s: %v", file, err)
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		raw, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode == http.StatusOK {
+			err = os.WriteFile(filepath.Join(dir, file), raw, 0o600)
+		}
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Logf("profile %s: %d %v", file, resp.StatusCode, err)
+		}
+	}
+	api, err := rest.HTTPClientFor(e.m.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { get(http.DefaultClient, e.countsURL+"debug/pprof/profile", name+"-controllers.pprof") })
+	wg.Go(func() {
+		get(api, strings.TrimSuffix(e.m.Config.Host, "/")+"/debug/pprof/profile", name+"-apiserver.pprof")
+	})
+	return wg.Wait
+}
+
+// processCPU is the CPU seconds so far of the management API server and etcd, the controllers'
+// process ("integration.test") and this one (envtest.ProcessCPU).
+func (e *gitopsBench) processCPU() map[string]float64 {
+	return envtest.ProcessCPU(map[string]string{"management": e.m.Config.Host})
 }
 
 func pathOf(bundles map[string]*fleetv1alpha1.Bundle, name string) string {
