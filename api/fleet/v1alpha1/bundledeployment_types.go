@@ -97,6 +97,38 @@ type BundleDeploymentStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Display is the state as the Bundle's summary counts it, computed by the agent with every
+	// status write; the printer columns show it (kubectl get bundledeployments -o wide), and a
+	// reader that lists BundleDeployments as a server-side Table gets it without the objects.
+	// +optional
+	Display *BundleDeploymentDisplay `json:"display,omitempty"`
+}
+
+// BundleDeploymentDisplay is a BundleDeployment's state in a few strings, for printer columns.
+// The priority-1 columns (kubectl get -o wide) carry what the web dashboard shows, so that it
+// lists BundleDeployments as a server-side Table without the objects (includeObject=None: the
+// rows carry no metadata, hence the namespace and the labels as columns); renaming one makes
+// the dashboard fall back to listing the objects.
+type BundleDeploymentDisplay struct {
+	// DeploymentID is the spec.deploymentID the state was computed for: for another one (a newer
+	// spec the agent has not reported on yet) the state is Pending.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	DeploymentID string `json:"deploymentID,omitempty"`
+	// State is Ready, Pending, ErrApplied, Modified or NotReady (the agent never writes
+	// OutOfDate: that compares spec.deploymentID with the Bundle's).
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	State string `json:"state,omitempty"`
+	// Message says why the state is not Ready (never a Secret value).
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Message string `json:"message,omitempty"`
+	// DriftCorrected, when the DriftCorrected condition is True: its lastTransitionTime (RFC
+	// 3339) and message ("2026-01-02T15:04:05Z: Re-applied after changes downstream: ...").
+	// +kubebuilder:validation:MaxLength=1100
+	// +optional
+	DriftCorrected string `json:"driftCorrected,omitempty"`
 }
 
 // BundleDeployment is the work for one cluster: manifests the cluster's agent applies with
@@ -107,6 +139,16 @@ type BundleDeploymentStatus struct {
 // +kubebuilder:printcolumn:name="Deployment-ID",type=string,JSONPath=`.spec.deploymentID`
 // +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.appliedDeploymentID`
 // +kubebuilder:printcolumn:name="Ready",type=boolean,JSONPath=`.status.ready`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.display.state`
+// +kubebuilder:printcolumn:name="BD-Namespace",type=string,JSONPath=`.metadata.namespace`,priority=1
+// +kubebuilder:printcolumn:name="Bundle",type=string,JSONPath=`.metadata.labels.fleet\.drover\.io/bundle-name`,priority=1
+// +kubebuilder:printcolumn:name="Bundle-Namespace",type=string,JSONPath=`.metadata.labels.fleet\.drover\.io/bundle-namespace`,priority=1
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.metadata.labels.fleet\.drover\.io/cluster`,priority=1
+// +kubebuilder:printcolumn:name="Cluster-Namespace",type=string,JSONPath=`.metadata.labels.fleet\.drover\.io/cluster-namespace`,priority=1
+// +kubebuilder:printcolumn:name="Customization",type=string,JSONPath=`.metadata.labels.fleet\.drover\.io/target-customization`,priority=1
+// +kubebuilder:printcolumn:name="State-Deployment-ID",type=string,JSONPath=`.status.display.deploymentID`,priority=1
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.display.message`,priority=1
+// +kubebuilder:printcolumn:name="Drift-Corrected",type=string,JSONPath=`.status.display.driftCorrected`,priority=1
 type BundleDeployment struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

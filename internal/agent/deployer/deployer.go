@@ -38,6 +38,7 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/manifests"
+	"github.com/droverhq/drover/internal/bundle"
 )
 
 // FieldManager is the agent's server-side apply field manager downstream.
@@ -293,7 +294,10 @@ func summarize(items []string) string {
 	return fmt.Sprintf("%s; and %d more", strings.Join(items[:show], "; "), len(items)-show)
 }
 
+// patchStatus writes bd's status, with the display computed from it (status.display: the
+// state as the Bundle summary counts it, for printer columns and Table readers).
 func (r *Reconciler) patchStatus(ctx context.Context, bd, before *fleetv1alpha1.BundleDeployment) error {
+	bd.Status.Display = bundle.Display(bd)
 	if err := r.Upstream.Status().Patch(ctx, bd, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("patch status: %w", err)
 	}
@@ -553,6 +557,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 	default:
 		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonResourcesNotReady, summarize(notReady))
 	}
+	bd.Status.Display = bundle.Display(bd) // a status an older agent wrote has none
 	if !equalStatus(before, bd) {
 		if err := r.patchStatus(ctx, bd, before); err != nil {
 			return ctrl.Result{}, err

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/helmchart"
 )
 
@@ -363,6 +364,7 @@ func (r *Reconciler) checkHelm(ctx context.Context, bd, before *fleetv1alpha1.Bu
 	default:
 		setCond(bd, fleetv1alpha1.ConditionReady, true, fleetv1alpha1.ReasonSucceeded, "All resources exist and are ready")
 	}
+	bd.Status.Display = bundle.Display(bd) // a status an older agent wrote has none
 	if !equalStatus(before, bd) {
 		if err := r.patchStatus(ctx, bd, before); err != nil {
 			return ctrl.Result{}, err
