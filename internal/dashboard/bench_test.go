@@ -124,6 +124,7 @@ func bigFleet(b *testing.B, n, bundles int) string {
 		}
 		bd.Status = fleetv1alpha1.BundleDeploymentStatus{AppliedDeploymentID: "d1", Ready: k%10 != 0, NonModified: k%7 != 0,
 			Resources: []fleetv1alpha1.ResourceState{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "web", Name: "web", State: "Applied"}}}
+		bd.Status.Display = bundle.Display(bd) // as the agent writes it with the status
 		return c.Status().Update(ctx, bd)
 	})
 	parallel(b, 100, func(i int) error {

@@ -108,6 +108,7 @@ func newFleet(t testing.TB, ns string) *fleet {
 	failed.ObservedGeneration = monFailed.Generation
 	monFailed.Status = fleetv1alpha1.BundleDeploymentStatus{Conditions: []metav1.Condition{failed}}
 	for _, b := range []*fleetv1alpha1.BundleDeployment{appReady, monDrift, monFailed} {
+		b.Status.Display = bundle.Display(b) // as the agent writes it with the status
 		setStatus(t, b)
 	}
 
