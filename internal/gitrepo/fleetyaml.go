@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -32,8 +32,6 @@ type fleetExtras struct {
 	// name is the bundle name Fleet would give the path (fleet.yaml's name): dependsOn entries
 	// naming it are mapped to drover's Bundle name of the path.
 	name string
-	// labels are the Bundle's labels (for dependsOn selectors).
-	labels map[string]string
 }
 
 // fleetConfig is the part of Fleet's fleet.yaml drover reads. Keys outside it are reported.
@@ -49,6 +47,14 @@ type fleetConfig struct {
 	TargetCustomizations []fleetTarget                    `json:"targetCustomizations,omitempty"`
 	DependsOn            []fleetv1alpha1.BundleDependency `json:"dependsOn,omitempty"`
 	Diff                 *fleetDiff                       `json:"diff,omitempty"`
+	Paused               bool                             `json:"paused,omitempty"`
+	RolloutStrategy      *fleetRollout                    `json:"rolloutStrategy,omitempty"`
+}
+
+// fleetRollout is the part of Fleet's rolloutStrategy drover has: its maxUnavailable means
+// drover's rollout.maxUnavailable; partitions are reported as not supported.
+type fleetRollout struct {
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
 type fleetCorrectDrift struct {
@@ -103,7 +109,14 @@ func parseFleetConfig(data []byte) (*Config, []string, error) {
 		Helm:             f.Helm,
 		Kustomize:        f.Kustomize,
 		DependsOn:        f.DependsOn,
-		fleet:            &fleetExtras{namespace: f.Namespace, name: f.Name, labels: f.Labels},
+		Labels:           f.Labels,
+		fleet:            &fleetExtras{namespace: f.Namespace, name: f.Name},
+	}
+	if f.Paused || (f.RolloutStrategy != nil && f.RolloutStrategy.MaxUnavailable != nil) {
+		c.Rollout = &fleetv1alpha1.BundleRollout{Paused: f.Paused}
+		if f.RolloutStrategy != nil {
+			c.Rollout.MaxUnavailable = f.RolloutStrategy.MaxUnavailable
+		}
 	}
 	if f.CorrectDrift != nil {
 		c.CorrectDrift = f.CorrectDrift.Enabled
@@ -120,14 +133,6 @@ func parseFleetConfig(data []byte) (*Config, []string, error) {
 	for i, d := range c.DependsOn {
 		if d.Selector != nil {
 			c.DependsOn[i].Selector = fleetSelector(d.Selector)
-		}
-	}
-	for k := range f.Labels {
-		if errs := validation.IsQualifiedName(k); len(errs) > 0 || strings.HasPrefix(k, fleetv1alpha1.LabelPrefix) {
-			return nil, nil, fmt.Errorf("labels: %q is not a label key drover can set (%s)", k, strings.Join(append(errs, "not "+fleetv1alpha1.LabelPrefix+"*"), "; "))
-		}
-		if errs := validation.IsValidLabelValue(f.Labels[k]); len(errs) > 0 {
-			return nil, nil, fmt.Errorf("labels.%s: %q: %s", k, f.Labels[k], strings.Join(errs, "; "))
 		}
 	}
 	for i, t := range f.TargetCustomizations {

@@ -24,6 +24,7 @@ helm:
   releaseName: frontend
   values: {size: 2, host: "${ .ClusterLabels.host }"}
   takeOwnership: true
+paused: true
 rolloutStrategy:
   maxUnavailable: 10%
   partitions: [{name: canary, clusterName: c1}]
@@ -95,6 +96,12 @@ imageScans: [{image: x}]
 			t.Errorf("customizations %+v", s.TargetCustomizations)
 		}
 	})
+	t.Run("rollout", func(t *testing.T) {
+		r := web.spec.Rollout
+		if !r.Paused || r.MaxUnavailable == nil || r.MaxUnavailable.String() != "10%" || db.spec.Rollout.MaxUnavailable != nil || db.spec.Rollout.Paused {
+			t.Errorf("web rollout %+v (want paused, maxUnavailable 10%%), db rollout %+v (want none)", r, db.spec.Rollout)
+		}
+	})
 	t.Run("dependsOn", func(t *testing.T) {
 		d := web.spec.DependsOn
 		if len(d) != 2 || d[0].Name != "r-apps-db" || d[1].Selector.MatchLabels[fleetv1alpha1.GitRepoNameLabel] != "r" {
@@ -113,7 +120,10 @@ imageScans: [{image: x}]
 			t.Fatalf("warnings %v", web.warnings)
 		}
 		w := web.warnings[0]
-		for _, key := range []string{"apps/web/fleet.yaml: ", "helm.takeOwnership", "rolloutStrategy.partitions", "rolloutStrategy.maxUnavailable", "targetCustomizations[0].yaml.overlays",
+		if strings.Contains(w, "rolloutStrategy.maxUnavailable") || strings.Contains(w, "paused") {
+			t.Errorf("warning %q names a key drover reads", w)
+		}
+		for _, key := range []string{"apps/web/fleet.yaml: ", "helm.takeOwnership", "rolloutStrategy.partitions", "targetCustomizations[0].yaml.overlays",
 			"targetCustomizations[1].clusterGroup", "targetCustomizations[1] (matches no cluster", "dependsOn[1].acceptedStates",
 			"diff.comparePatches[0].operations[1]", "imageScans", "helm.values.host (Fleet templating"} {
 			if !strings.Contains(w, key) {

@@ -15,11 +15,13 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -54,6 +56,13 @@ type Config struct {
 	TargetCustomizations []TargetCustomization `json:"targetCustomizations,omitempty"`
 	// Diff says which downstream differences are not drift (Bundle spec.diff).
 	Diff *fleetv1alpha1.BundleDiff `json:"diff,omitempty"`
+	// Rollout limits how a new commit reaches the clusters running the previous one (Bundle
+	// spec.rollout): maxUnavailable (a number, or a percentage of the targeted clusters) and
+	// paused.
+	Rollout *fleetv1alpha1.BundleRollout `json:"rollout,omitempty"`
+	// Labels are the Bundle's own labels, for other paths' dependsOn selectors (not
+	// fleet.drover.io/ keys, which drover sets).
+	Labels map[string]string `json:"labels,omitempty"`
 
 	// Read from a fleet.yaml only (see fleetyaml.go).
 	fleet *fleetExtras
@@ -229,9 +238,12 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 		KeepResources:    cfg.KeepResources,
 		DependsOn:        cfg.DependsOn,
 		Diff:             cfg.Diff,
-	}}
+	}, labels: cfg.Labels}
+	if cfg.Rollout != nil {
+		r.spec.Rollout = *cfg.Rollout
+	}
 	if cfg.fleet != nil {
-		r.labels, r.fleetName = cfg.fleet.labels, cfg.fleet.name
+		r.fleetName = cfg.fleet.name
 	}
 	if chart || cfg.Helm != nil {
 		// A Helm chart (the path's own, or named by drover.yaml): the Bundle is its release.
@@ -357,7 +369,44 @@ func (c *Config) validate() error {
 	if err := c.Diff.Validate(); err != nil {
 		return fmt.Errorf("diff.%w", err)
 	}
+	if err := c.validateRollout(); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Labels)) {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 || strings.HasPrefix(k, fleetv1alpha1.LabelPrefix) {
+			return fmt.Errorf("labels: %q is not a label key drover can set (%s)", k, strings.Join(append(errs, "not "+fleetv1alpha1.LabelPrefix+"*"), "; "))
+		}
+		if errs := validation.IsValidLabelValue(c.Labels[k]); len(errs) > 0 {
+			return fmt.Errorf("labels.%s: %q: %s", k, c.Labels[k], strings.Join(errs, "; "))
+		}
+	}
 	return c.validateCustomizations()
+}
+
+// validateRollout checks rollout.maxUnavailable: a number ≥ 0 or a percentage from 0% to 100%.
+func (c *Config) validateRollout() error {
+	if c.Rollout == nil || c.Rollout.MaxUnavailable == nil {
+		return nil
+	}
+	mu := c.Rollout.MaxUnavailable
+	bad := func(why string) error {
+		return fmt.Errorf("rollout.maxUnavailable: %q %s: give a number of clusters (2) or a percentage of the targeted clusters (\"25%%\")", mu.String(), why)
+	}
+	if mu.Type == intstr.Int {
+		if mu.IntVal < 0 {
+			return bad("is negative")
+		}
+		return nil
+	}
+	pct, ok := strings.CutSuffix(mu.StrVal, "%")
+	v, err := strconv.Atoi(pct)
+	switch {
+	case !ok || err != nil:
+		return bad("is not a number or a percentage")
+	case v < 0 || v > 100:
+		return bad("is not between 0% and 100%")
+	}
+	return nil
 }
 
 func validNamespace(key, ns string) error {

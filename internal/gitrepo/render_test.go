@@ -2,12 +2,16 @@ package gitrepo
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 )
@@ -131,6 +135,12 @@ func TestRenderErrorsNameTheFile(t *testing.T) {
 			[]string{"app/drover.yaml", "helm.releaseName", "Web_1"}},
 		{"Kustomize error", map[string]string{"app/kustomization.yaml": "resources: [missing.yaml]\n"}, []string{"path app", "app/kustomization.yaml", "missing.yaml"}},
 		{"remote base", map[string]string{"app/kustomization.yaml": "resources: [https://example.com/x.yaml]\n"}, []string{"app/kustomization.yaml", "remote", "https://example.com/x.yaml"}},
+		{"negative maxUnavailable", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "rollout: {maxUnavailable: -1}\n"}, []string{"app/drover.yaml", "rollout.maxUnavailable", `"-1" is negative`}},
+		{"maxUnavailable above 100%", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "rollout: {maxUnavailable: 150%}\n"}, []string{"app/drover.yaml", "rollout.maxUnavailable", "150%"}},
+		{"maxUnavailable not a number", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "rollout: {maxUnavailable: some}\n"}, []string{"app/drover.yaml", "rollout.maxUnavailable", `"some" is not a number or a percentage`}},
+		{"rollout key typo", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "rollout: {maxUnavailble: 1}\n"}, []string{"app/drover.yaml", `"rollout.maxUnavailble"`}},
+		{"drover's own label", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "labels: {fleet.drover.io/gitrepo: x}\n"}, []string{"app/drover.yaml", "labels", "fleet.drover.io/gitrepo"}},
+		{"bad label value", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "labels: {tier: not ok}\n"}, []string{"app/drover.yaml", "labels.tier", "not ok"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"app"}}}
@@ -267,6 +277,28 @@ func TestRenderHelmHidesSecretValues(t *testing.T) {
 }
 
 // TestRenderDependsOn: drover.yaml's dependsOn becomes the Bundle's spec.dependsOn.
+// TestRenderRolloutAndLabels: drover.yaml's rollout becomes the Bundle's spec.rollout and its
+// labels the Bundle's labels (what another path's dependsOn selector matches).
+func TestRenderRolloutAndLabels(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		want         fleetv1alpha1.BundleRollout
+		labels       map[string]string
+	}{
+		{"number and paused", "rollout: {maxUnavailable: 2, paused: true}\nlabels: {tier: web}\n",
+			fleetv1alpha1.BundleRollout{Paused: true, MaxUnavailable: ptr.To(intstr.FromInt32(2))}, map[string]string{"tier": "web"}},
+		{"percentage", "rollout:\n  maxUnavailable: 25%\n", fleetv1alpha1.BundleRollout{MaxUnavailable: ptr.To(intstr.FromString("25%"))}, nil},
+		{"none", "defaultNamespace: web\n", fleetv1alpha1.BundleRollout{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := renderOne(t, map[string]string{"app/cm.yaml": cm, "app/drover.yaml": tc.config}, "app")
+			if !equality.Semantic.DeepEqual(r.spec.Rollout, tc.want) || !maps.Equal(r.labels, tc.labels) {
+				t.Errorf("rollout %+v labels %v, want %+v %v", r.spec.Rollout, r.labels, tc.want, tc.labels)
+			}
+		})
+	}
+}
+
 func TestRenderDependsOn(t *testing.T) {
 	files := map[string]string{
 		"apps/db/cm.yaml":      cm,
