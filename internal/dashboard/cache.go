@@ -244,13 +244,13 @@ func (e *entry) apply(ctx context.Context, wi watch.Interface, rv string) (strin
 
 func objectKey(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 
-// trim drops what no page shows and would only take memory: managed fields, and the inline
-// manifests of BundleDeployments.
+// trim drops what no page shows and would only take memory: managed fields; of a
+// BundleDeployment, all but what a Table row of it carries (trimDeployment).
 func trim(o client.Object) client.Object {
-	o.SetManagedFields(nil)
 	if bd, ok := o.(*fleetv1alpha1.BundleDeployment); ok {
-		bd.Spec.Manifests = nil
+		return trimDeployment(bd)
 	}
+	o.SetManagedFields(nil)
 	return o
 }
 

@@ -2,12 +2,15 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,6 +28,22 @@ type kindSpec struct {
 	// skipManifests: the kind's raw manifests ([]runtime.RawExtension) are not decoded; no page
 	// shows them (a BundleDeployment's inline manifests can be most of its size).
 	skipManifests bool
+	// table, when set, lists the kind as a server-side Table (see tableSpec).
+	table *tableSpec
+}
+
+// tableSpec: a kind listed as a server-side Table without the objects (includeObject=None),
+// its printer columns carrying what the pages show. For 3,000 BundleDeployments that is an
+// eighth of the API server's CPU and a twentieth of the bytes of the JSON list, whose metadata
+// (the managed fields, which the API server always sends) is most of it. The watch still
+// delivers whole objects; trim makes them the same as a row's.
+type tableSpec struct {
+	// columns are the printer columns read, by name. A Table lacking one (an older CRD) makes
+	// the list fall back to JSON.
+	columns []string
+	// object makes a row's object from its cells, in the order of columns (nil: null, absent or
+	// not a string).
+	object func(cells []*string) client.Object
 }
 
 func kindOf[T, L any, PT interface {
@@ -55,7 +74,16 @@ func (k kindSpec) url(ns string) string {
 // the typed objects, without holding the whole response or parsing it twice (the generic
 // client reads the whole body, parses it to find its kind, then decodes it), and without the
 // managed fields, which no page shows.
+//
+// A kind with a tableSpec is listed as a Table, and as JSON only if the API server cannot
+// give the Table with its columns.
 func listStream(ctx context.Context, rc rest.Interface, k kindSpec, ns, field string) (map[string]client.Object, string, error) {
+	if k.table != nil {
+		objects, rv, err := listTable(ctx, rc, k, ns, field)
+		if !errors.Is(err, errNoTable) {
+			return objects, rv, err
+		}
+	}
 	req := rc.Get().AbsPath(k.url(ns)).SetHeader("Accept", "application/json")
 	if field != "" {
 		req = req.Param("fieldSelector", field)
@@ -130,6 +158,158 @@ func decodeList(r io.Reader, k kindSpec) (map[string]client.Object, string, erro
 		return fail(err)
 	}
 	return objects, rv, nil
+}
+
+// tableAccept asks for a list as a Table.
+const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+// errNoTable: the API server does not give the kind's list as a Table with the columns read.
+var errNoTable = errors.New("no table with the expected columns")
+
+// listTable lists a kind with the viewer's credential as a Table without the objects, decoded
+// while the API server streams it.
+func listTable(ctx context.Context, rc rest.Interface, k kindSpec, ns, field string) (map[string]client.Object, string, error) {
+	req := rc.Get().AbsPath(k.url(ns)).SetHeader("Accept", tableAccept).Param("includeObject", string(metav1.IncludeNone))
+	if field != "" {
+		req = req.Param("fieldSelector", field)
+	}
+	body, err := req.Stream(ctx)
+	switch {
+	case apierrors.IsNotAcceptable(err) || apierrors.IsUnsupportedMediaType(err):
+		return nil, "", fmt.Errorf("%w: %w", errNoTable, err)
+	case err != nil:
+		return nil, "", err
+	}
+	defer func() { _ = body.Close() }()
+	return decodeTable(body, k)
+}
+
+// decodeTable decodes a Table of the kind (k.table): its rows' objects by namespace/name, and
+// its resourceVersion. Cells are found by column name.
+func decodeTable(r io.Reader, k kindSpec) (map[string]client.Object, string, error) {
+	dec := jsontext.NewDecoder(r, listOptions)
+	objects := map[string]client.Object{}
+	rv := ""
+	// at[i] is the index in k.table.columns of the Table's column i (-1: not read).
+	var at []int
+	fail := func(err error) (map[string]client.Object, string, error) {
+		return nil, "", fmt.Errorf("decode the table of %s: %w", k.resource, err)
+	}
+	if tok, err := dec.ReadToken(); err != nil {
+		return fail(err)
+	} else if tok.Kind() != '{' {
+		return fail(fmt.Errorf("a table is a JSON object, not %v", tok.Kind()))
+	}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return fail(err)
+		}
+		switch name.String() {
+		case "metadata":
+			var lm struct {
+				ResourceVersion string `json:"resourceVersion"`
+			}
+			if err := jsonv2.UnmarshalDecode(dec, &lm, listOptions); err != nil {
+				return fail(err)
+			}
+			rv = lm.ResourceVersion
+		case "columnDefinitions":
+			var defs []metav1.TableColumnDefinition
+			if err := jsonv2.UnmarshalDecode(dec, &defs, listOptions); err != nil {
+				return fail(err)
+			}
+			at = make([]int, len(defs))
+			found := make([]bool, len(k.table.columns))
+			for i, d := range defs {
+				at[i] = slices.Index(k.table.columns, d.Name)
+				if at[i] >= 0 {
+					found[at[i]] = true
+				}
+			}
+			if i := slices.Index(found, false); i >= 0 {
+				return fail(fmt.Errorf("%w: no column %q", errNoTable, k.table.columns[i]))
+			}
+		case "rows":
+			if at == nil {
+				return fail(fmt.Errorf("%w: rows before the column definitions", errNoTable))
+			}
+			if dec.PeekKind() == 'n' {
+				if _, err := dec.ReadToken(); err != nil {
+					return fail(err)
+				}
+				continue
+			}
+			if _, err := dec.ReadToken(); err != nil {
+				return fail(err)
+			}
+			for dec.PeekKind() != ']' {
+				cells, err := readRow(dec, at, len(k.table.columns))
+				if err != nil {
+					return fail(err)
+				}
+				o := k.table.object(cells)
+				objects[objectKey(o)] = o
+			}
+			if _, err := dec.ReadToken(); err != nil {
+				return fail(err)
+			}
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return fail(err)
+	}
+	return objects, rv, nil
+}
+
+// readRow reads a Table row's cells: the string cells of the columns read (at), in their order.
+func readRow(dec *jsontext.Decoder, at []int, n int) ([]*string, error) {
+	cells := make([]*string, n)
+	if tok, err := dec.ReadToken(); err != nil {
+		return nil, err
+	} else if tok.Kind() != '{' {
+		return nil, fmt.Errorf("a row is a JSON object, not %v", tok.Kind())
+	}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		if name.String() != "cells" || dec.PeekKind() != '[' {
+			if err := dec.SkipValue(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+		for i := 0; dec.PeekKind() != ']'; i++ {
+			if i >= len(at) || at[i] < 0 || dec.PeekKind() != '"' {
+				if err := dec.SkipValue(); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return nil, err
+			}
+			s := tok.String()
+			cells[at[i]] = &s
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	return cells, nil
 }
 
 // The decoding options: Kubernetes' JSON rules (case-sensitive names, as sigs.k8s.io/json; the

@@ -18,6 +18,7 @@ import (
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
+	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/dashboard"
 )
 
@@ -29,10 +30,16 @@ func TestDecodeList(t *testing.T) {
 	ns := mgmt.Namespace(t)
 	f := newFleet(t, ns)
 	// A BundleDeployment with inline manifests and a content reference, in the fixture's namespace.
-	withManifests := &fleetv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "inline", Labels: map[string]string{"a": "b"}},
+	withManifests := &fleetv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "inline",
+		Labels: map[string]string{"a": "b", bundle.BundleNameLabel: "app", bundle.BundleNamespaceLabel: ns, bundle.CustomizationLabel: "eu"}},
 		Spec: fleetv1alpha1.BundleDeploymentSpec{DeploymentID: "x", Manifests: []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}`)}},
 			Content: &fleetv1alpha1.ContentReference{Namespace: ns, Name: "s-1"}}}
 	createAll(t, withManifests)
+	// ... ready, with a drift correction.
+	withManifests.Status = fleetv1alpha1.BundleDeploymentStatus{AppliedDeploymentID: "x", Ready: true, NonModified: true, Conditions: []metav1.Condition{
+		cond(fleetv1alpha1.ConditionDriftCorrected, "True", fleetv1alpha1.EventDriftCorrected, "Re-applied after changes downstream: ConfigMap x/c")}}
+	withManifests.Status.Display = bundle.Display(withManifests)
+	setStatus(t, withManifests)
 	rc := kubernetes.NewForConfigOrDie(mgmt.Config).CoreV1().RESTClient()
 	decoder := serializer.NewCodecFactory(mgmt.Client.Scheme()).UniversalDeserializer()
 	for _, tc := range []struct {
@@ -77,7 +84,11 @@ func TestDecodeList(t *testing.T) {
 				}
 				want.SetManagedFields(nil)
 				if bd, ok := want.(*fleetv1alpha1.BundleDeployment); ok {
-					bd.Spec.Manifests = nil
+					// Only what the pages read (see TestDecodeTable).
+					want = dashboard.Trim(bd)
+					if bd.Status.Display == nil && bd.Status.AppliedDeploymentID != "" {
+						t.Errorf("%s has a status but no display: the fixture does not write it as the agent would", bd.Name)
+					}
 				}
 				have := got[want.GetNamespace()+"/"+want.GetName()]
 				if !equality.Semantic.DeepEqual(have, want) {
@@ -85,6 +96,78 @@ func TestDecodeList(t *testing.T) {
 					h, _ := json.Marshal(have)
 					t.Errorf("%s decoded differently:\nwant %s\nhave %s", want.GetName(), w, h)
 				}
+			}
+		})
+	}
+}
+
+// TestDecodeTable: BundleDeployments listed as the real API server's Table without the
+// objects (the printer columns of the CRD) decode into the same objects as their JSON list
+// (and as a watch's objects: both are trimmed alike), each with its labels, deployment ID and
+// status.display; a Table without a column the dashboard reads (an older CRD) is listed as
+// JSON instead.
+func TestDecodeTable(t *testing.T) {
+	t.Parallel()
+	ns := mgmt.Namespace(t)
+	f := newFleet(t, ns)
+	// And one with every label the pages read and a drift correction, in the fixture's namespace.
+	full := &fleetv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "corrected",
+		Labels: map[string]string{"a": "b", bundle.BundleNameLabel: "app", bundle.BundleNamespaceLabel: ns, bundle.CustomizationLabel: "eu",
+			fleetv1alpha1.ClusterLabel: "edge-1", fleetv1alpha1.ClusterNamespaceLabel: ns}},
+		Spec: fleetv1alpha1.BundleDeploymentSpec{DeploymentID: "x"}}
+	createAll(t, full)
+	full.Status = fleetv1alpha1.BundleDeploymentStatus{AppliedDeploymentID: "x", Ready: false, NonModified: true, Conditions: []metav1.Condition{
+		cond(fleetv1alpha1.ConditionReady, "False", fleetv1alpha1.ReasonResourcesNotReady, "Deployment web/api: 0/3 replicas available"),
+		cond(fleetv1alpha1.ConditionDriftCorrected, "True", fleetv1alpha1.EventDriftCorrected, "Re-applied after changes downstream: ConfigMap x/c")}}
+	full.Status.Display = bundle.Display(full)
+	setStatus(t, full)
+	rc := kubernetes.NewForConfigOrDie(mgmt.Config).CoreV1().RESTClient()
+	for _, tc := range []struct {
+		ns string
+		n  int
+	}{{f.edge1.Status.Namespace, 2}, {f.edge2.Status.Namespace, 2}, {ns, 1}} {
+		bdNS := tc.ns
+		t.Run(bdNS, func(t *testing.T) {
+			raw, err := rc.Get().AbsPath(dashboard.KindURL("bundledeployments", bdNS)).SetHeader("Accept", "application/json").DoRaw(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _, err := dashboard.DecodeList(bytes.NewReader(raw), "bundledeployments")
+			if err != nil {
+				t.Fatal(err)
+			}
+			table, err := rc.Get().AbsPath(dashboard.KindURL("bundledeployments", bdNS)).Param("includeObject", "None").
+				SetHeader("Accept", dashboard.TableAccept).DoRaw(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(table, []byte(`"kind":"Table"`)) || bytes.Contains(table, []byte("managedFields")) {
+				t.Fatalf("not a Table without the objects: %.300s", table)
+			}
+			got, rv, err := dashboard.DecodeTable(bytes.NewReader(table), "bundledeployments")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rv == "" {
+				t.Error("no resourceVersion")
+			}
+			if len(want) != tc.n || !equality.Semantic.DeepEqual(got, want) {
+				w, _ := json.Marshal(want)
+				h, _ := json.Marshal(got)
+				t.Errorf("the Table decoded differently from the list:\nlist  %s\ntable %s", w, h)
+			}
+			for k, o := range got {
+				bd := o.(*fleetv1alpha1.BundleDeployment)
+				if bd.Labels[bundle.BundleNameLabel] == "" || bd.Labels[fleetv1alpha1.ClusterLabel] == "" || bd.Spec.DeploymentID == "" {
+					t.Errorf("%s: labels %v, deployment ID %q", k, bd.Labels, bd.Spec.DeploymentID)
+				}
+			}
+			older, _, err := dashboard.ListWithColumn(t.Context(), rc, "bundledeployments", bdNS, "Not-A-Column")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(older, want) {
+				t.Errorf("listed without the columns: %v, want %v", older, want)
 			}
 		})
 	}

@@ -629,13 +629,15 @@ func (m *matrix) cell(c *fleetv1alpha1.Cluster, col *bundleColumn) cellData {
 	bd := m.bds[key(b.Namespace, b.Name)][key(c.Namespace, c.Name)]
 	switch {
 	case bd != nil:
-		state, msg := bundle.DeploymentState(bd, bundle.WantedDeploymentID(b, bd))
+		// The state the agent computed (status.display): a BundleDeployment listed as a Table
+		// carries nothing else of its status.
+		state, msg := bundle.DisplayState(bd, bundle.WantedDeploymentID(b, bd))
 		cell.State, cell.Message = strings.ToLower(state), msg
 		if state == bundle.StateReady {
 			cell.State = "ready"
 		}
-		if cond := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionDriftCorrected); cond != nil && cond.Status == metav1.ConditionTrue {
-			cell.DriftCorrected = cond.LastTransitionTime.UTC().Format(time.RFC3339) + ": " + cond.Message
+		if d := bd.Status.Display; d != nil {
+			cell.DriftCorrected = d.DriftCorrected
 		}
 	default:
 		// No readable BundleDeployment: the Bundle's own summary may name the cluster.

@@ -28,7 +28,7 @@ var watchKinds = map[string]kindSpec{
 	"events":     kindOf[corev1.Event, corev1.EventList](corev1.SchemeGroupVersion, "events"),
 	"bundledeployments": func() kindSpec {
 		k := kindOf[fleetv1alpha1.BundleDeployment, fleetv1alpha1.BundleDeploymentList](fleetv1alpha1.GroupVersion, "bundledeployments")
-		k.skipManifests = true
+		k.skipManifests, k.table = true, deploymentTable
 		return k
 	}(),
 }
