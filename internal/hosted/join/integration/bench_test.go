@@ -18,8 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -42,13 +44,30 @@ func BenchmarkJoin(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			for range b.N {
-				benchJoin(b, n)
+				benchJoin(b, n, false)
 			}
 		})
 	}
 }
 
-func benchJoin(b *testing.B, n int) {
+// BenchmarkJoinActive is BenchmarkJoin's join alone: the N clusters are imported with
+// spec.fleet.join false, and once every one is active all of them are set to join at once; the
+// clock, the writes and the CPU start there.
+//
+//	go test ./internal/hosted/join/integration/ -run '^$' -bench 'JoinActive/1000$' -benchtime 1x
+func BenchmarkJoinActive(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for range b.N {
+				benchJoin(b, n, true)
+			}
+		})
+	}
+}
+
+// benchJoin imports n EKS clusters and measures their join; activeFirst: the clusters are
+// active before they are set to join, and only the join is measured.
+func benchJoin(b *testing.B, n int, activeFirst bool) {
 	ctx := context.Background()
 	w := newWorld(b, "eks")
 	creator := eksim.NewClient(w.eksURL, "us-west-2", droverKey, droverSecret, func(o *awseks.Options) { o.RetryMaxAttempts = 10 })
@@ -69,18 +88,51 @@ func benchJoin(b *testing.B, n int) {
 		return nil
 	})
 
+	create := func() {
+		parallel(b, n, func(i int) error {
+			name := fmt.Sprintf("%s-%d", prefix, i)
+			fleet := &v1.FleetJoin{AgentNamespace: "a-" + name}
+			if activeFirst {
+				fleet.Join = ptr.To(false)
+			}
+			return mgmt.Client.Create(ctx, &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name}, Spec: v1.ClusterSpec{
+				EKSConfig: &v1.EKSClusterConfig{DisplayName: name, Region: "us-west-2", Imported: true, CredentialSecret: "cred"},
+				Fleet:     fleet,
+			}})
+		})
+	}
+	if activeFirst {
+		create()
+		eventually(b, 5*time.Minute, func() error {
+			var hosted v1.ClusterList
+			if err := cached.List(ctx, &hosted, client.InNamespace(w.ns), client.UnsafeDisableDeepCopy); err != nil {
+				return err
+			}
+			active := 0
+			for i := range hosted.Items {
+				if hosted.Items[i].Status.Phase == v1.PhaseActive {
+					active++
+				}
+			}
+			if active < n {
+				return fmt.Errorf("%d/%d hosted clusters active", active, n)
+			}
+			return nil
+		})
+	}
 	writes0, join0, kinds0, reads0 := mgmtWrites.Load(), joinWrites.Load(), writesByKind.snapshot(), readsByKind.snapshot()
 	cpu0, req0 := cpuTimes(), requestCounts(b)
 	stopProfiles := profileAPIServers(b)
 	defer stopProfiles()
 	start := time.Now()
-	parallel(b, n, func(i int) error {
-		name := fmt.Sprintf("%s-%d", prefix, i)
-		return mgmt.Client.Create(ctx, &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: name}, Spec: v1.ClusterSpec{
-			EKSConfig: &v1.EKSClusterConfig{DisplayName: name, Region: "us-west-2", Imported: true, CredentialSecret: "cred"},
-			Fleet:     &v1.FleetJoin{AgentNamespace: "a-" + name},
-		}})
-	})
+	if activeFirst {
+		parallel(b, n, func(i int) error {
+			c := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: fmt.Sprintf("%s-%d", prefix, i)}}
+			return mgmt.Client.Patch(ctx, c, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"fleet":{"join":true}}}`)))
+		})
+	} else {
+		create()
+	}
 	var activeAt, joinedAt, deployedAt time.Duration
 	deadline := start.Add(10 * time.Minute)
 	// progress is logged every 10 s: how far each stage is, to see whether they overlap.
