@@ -24,7 +24,7 @@ type logOptions struct {
 func (l *logOptions) addFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
 	f.StringVar(&l.format, "log-format", "text", "log format on stderr: text or json")
-	f.IntVarP(&l.v, "v", "v", 0, "log verbosity: 0 info, 1 debug, higher more detail (-v alone: 1; -v=N)")
+	f.IntVarP(&l.v, "v", "v", 0, "log verbosity: 0 info, 1 debug, higher more detail (-v alone: 1; -v N or -v=N, as kubectl)")
 	f.Lookup("v").NoOptDefVal = "1"
 }
 

@@ -7,6 +7,16 @@ import (
 	"testing"
 )
 
+// TestVerbosityThroughMain: "drover version -v 2" runs (the 2 is the level, not an argument).
+func TestVerbosityThroughMain(t *testing.T) {
+	if code := Main([]string{"version", "-v", "2"}); code != ExitOK {
+		t.Errorf("drover version -v 2: exit %d, want %d", code, ExitOK)
+	}
+	if got := verbosityArgs([]string{"get", "-v", "3", "--", "-v", "4"}); strings.Join(got, " ") != "get -v=3 -- -v 4" {
+		t.Errorf("verbosityArgs: %q", got)
+	}
+}
+
 // TestLogFlags: --log-format and -v shape the logs on stderr; the zap flags exist only on the
 // long-running commands and win over --log-format.
 func TestLogFlags(t *testing.T) {
@@ -25,6 +35,8 @@ func TestLogFlags(t *testing.T) {
 		{name: "json", cmd: "server", args: []string{"--log-format", "json"}, json: true},
 		{name: "-v alone is debug", cmd: "agent", args: []string{"-v"}, debug: true},
 		{name: "-v=2", cmd: "server", args: []string{"-v=2", "--log-format=json"}, json: true, debug: true, v2: true},
+		{name: "-v 2 as kubectl", cmd: "cluster list", args: []string{"-v", "2"}, debug: true, v2: true},
+		{name: "--v 1", cmd: "cluster list", args: []string{"--v", "1"}, debug: true},
 		{name: "deprecated --verbose", cmd: "server", args: []string{"--verbose"}, debug: true},
 		{name: "zap flags win", cmd: "server", args: []string{"--log-format", "text", "--zap-encoder", "json", "--zap-log-level", "debug"}, json: true, debug: true},
 		{name: "zap flags on agent", cmd: "agent", args: []string{"--zap-log-level", "debug"}, debug: true},
@@ -39,7 +51,7 @@ func TestLogFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = cmd.ParseFlags(tt.args)
+			err = cmd.ParseFlags(verbosityArgs(tt.args))
 			if tt.noFlags {
 				if err == nil {
 					t.Fatal("zap flag accepted")

@@ -79,8 +79,36 @@ func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd := NewRootCommand()
-	cmd.SetArgs(args)
+	cmd.SetArgs(verbosityArgs(args))
 	return exit(cmd.ExecuteContext(ctx), os.Stderr)
+}
+
+// verbosityArgs accepts kubectl's "-v 4" (and "--v 4") as "-v=4": -v alone means 1, so the flag
+// cannot take a separate value by itself. Arguments after "--" are left alone.
+func verbosityArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if (a == "-v" || a == "--v") && i+1 < len(args) && isDigits(args[i+1]) {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // exit reports err on stderr and maps it to drover's exit code, once for every command.
