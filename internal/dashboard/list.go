@@ -33,10 +33,11 @@ type kindSpec struct {
 }
 
 // tableSpec: a kind listed as a server-side Table without the objects (includeObject=None),
-// its printer columns carrying what the pages show. For 3,000 BundleDeployments that is an
-// eighth of the API server's CPU and a twentieth of the bytes of the JSON list, whose metadata
-// (the managed fields, which the API server always sends) is most of it. The watch still
-// delivers whole objects; trim makes them the same as a row's.
+// its printer columns carrying what the pages show. For 3,000 BundleDeployments that is a
+// tenth of the bytes of the JSON list (450 KiB, not 4.2 MiB: the metadata, managed fields
+// included, which the API server always sends, is most of the JSON) and about a third of the
+// API server's CPU (it evaluates every column's JSONPath for every row, about 2.5 µs a cell).
+// The watch still delivers whole objects; trim makes them the same as a row's.
 type tableSpec struct {
 	// columns are the printer columns read, by name. A Table lacking one (an older CRD) makes
 	// the list fall back to JSON.
