@@ -43,28 +43,38 @@ const RightsGrace = 5 * time.Minute
 // deploymentNamespace, read through live (uncached: the right every answered registration has).
 // Other failures are retried.
 func Run(ctx context.Context, c client.Client, live client.Reader, workspace, cluster, agentNamespace, deploymentNamespace string, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
 	start := time.Now()
 	for {
+		wait := interval
 		err := Beat(ctx, c, workspace, cluster, agentNamespace, time.Now())
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			ctrl.LoggerFrom(ctx).Error(err, "Checking in")
 			rightOnItsWay := apierrors.IsForbidden(err) && time.Since(start) < RightsGrace && canList(ctx, live, deploymentNamespace)
-			if isAuth(err) && !rightOnItsWay {
+			switch {
+			case rightOnItsWay:
+				// Expected right after registering: not an error, and retried sooner than
+				// the next beat so the Cluster shows the agent as soon as it may.
+				ctrl.LoggerFrom(ctx).Info("Not allowed to check in yet; the right is on its way", "error", err.Error())
+				wait = min(interval, rightsRetry)
+			case isAuth(err):
+				ctrl.LoggerFrom(ctx).Error(err, "Checking in")
 				return err
+			default:
+				ctrl.LoggerFrom(ctx).Error(err, "Checking in")
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }
+
+// rightsRetry is how soon a beat refused while the right is on its way is retried.
+const rightsRetry = 2 * time.Second
 
 func canList(ctx context.Context, c client.Reader, namespace string) bool {
 	return c.List(ctx, &fleetv1alpha1.BundleDeploymentList{}, client.InNamespace(namespace), client.Limit(1)) == nil

@@ -3,8 +3,13 @@ package integration
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +53,21 @@ func TestHeartbeatWaitsForStatusRight(t *testing.T) {
 	}
 	req := tokenClient(t, []byte(tr.Status.Token))
 
-	runCtx, cancel := context.WithCancel(ctx)
+	// The beats refused while the right is on its way are expected: logged as information, not
+	// as errors (a new agent's first seconds would otherwise print errors in its log).
+	var mu sync.Mutex
+	var errorLogs, waitLogs int
+	logger := funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case strings.Contains(args, `"error"`) && strings.Contains(args, "Checking in"):
+			errorLogs++
+		case strings.Contains(args, "the right is on its way"):
+			waitLogs++
+		}
+	}, funcr.Options{})
+	runCtx, cancel := context.WithCancel(logr.NewContext(ctx, logger))
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
@@ -64,6 +83,11 @@ func TestHeartbeatWaitsForStatusRight(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	mu.Lock()
+	if errorLogs != 0 || waitLogs == 0 {
+		t.Errorf("while the right was on its way: %d error logs (want 0), %d waiting logs (want some)", errorLogs, waitLogs)
+	}
+	mu.Unlock()
 	if err := mgmt.Client.Create(ctx, binding(statusPatcher)); err != nil {
 		t.Fatal(err)
 	}
