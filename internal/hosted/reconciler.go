@@ -227,7 +227,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		ps.orig = c.DeepCopy()
 	}
 	res, err := ps.sync(ctx)
-	return res, ps.finish(ctx, err)
+	return requeueOnConflict(ctx, res, ps.finish(ctx, err))
+}
+
+// conflictRetry is how soon a pass whose write met a newer version of the Cluster runs again.
+const conflictRetry = 200 * time.Millisecond
+
+// requeueOnConflict: a write refused because the Cluster changed during the pass (a user's
+// edit, which the optimistic lock keeps from being overwritten) is an expected outcome, not an
+// error: the pass runs again shortly, re-reads the Cluster and merges again.
+func requeueOnConflict(ctx context.Context, res reconcile.Result, err error) (reconcile.Result, error) {
+	if err == nil || !apierrors.IsConflict(err) {
+		return res, err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("The Cluster changed during the pass; reading it again", "error", err.Error())
+	return reconcile.Result{RequeueAfter: conflictRetry}, nil
 }
 
 // finish writes the status if it changed and turns engine errors into results.
