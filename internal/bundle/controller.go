@@ -90,6 +90,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			if o.GetLabels()[BundleNameLabel] == "" {
 				return nil
 			}
+			r.pending.seen(o.GetNamespace(), o.GetName())
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetLabels()[BundleNamespaceLabel], Name: o.GetLabels()[BundleNameLabel]}}}
 		})).
 		// Bundles waiting for another (spec.dependsOn) look again when it or its

@@ -21,11 +21,28 @@ import (
 type pendingWrites struct {
 	m       sync.Map // UID → resourceVersion the update replaced
 	created sync.Map // namespace/name → when it was created
+	// now is the clock (tests); nil: time.Now.
+	now func() time.Time
 }
 
-// createdFor is how long a create not seen in the cache yet holds off creating it again: a
-// BundleDeployment deleted before the cache saw it is created again after this.
-const createdFor = 2 * time.Minute
+// createdFor is how long a create the cache has shown no event of yet holds off creating it
+// again. Any event of the BundleDeployment (seen) ends the wait sooner, so this bounds only a
+// cache that lags for minutes — a relist of tens of thousands of BundleDeployments by a
+// CPU-starved process, when creates were refused as AlreadyExists by the thousand with a
+// 2-minute window.
+const createdFor = 10 * time.Minute
+
+func (p *pendingWrites) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
+}
+
+// seen records that the cache has delivered an event of BundleDeployment ns/name (created,
+// changed or deleted): a create recorded before it is no longer pending. Deleted since, it is
+// created again by the next pass.
+func (p *pendingWrites) seen(ns, name string) { p.created.Delete(ns + "/" + name) }
 
 // wrote records that bd, read at resourceVersion from, was updated.
 func (p *pendingWrites) wrote(uid types.UID, from string) { p.m.Store(uid, from) }
@@ -45,7 +62,7 @@ func (p *pendingWrites) stale(bd *fleetv1alpha1.BundleDeployment) bool {
 }
 
 // wroteCreate records that BundleDeployment ns/name was created (or already existed).
-func (p *pendingWrites) wroteCreate(ns, name string) { p.created.Store(ns+"/"+name, time.Now()) }
+func (p *pendingWrites) wroteCreate(ns, name string) { p.created.Store(ns+"/"+name, p.clock()) }
 
 // creating reports whether BundleDeployment ns/name, which the cache shows (inCache) or not,
 // was created by this controller and is not in the cache yet.
@@ -55,7 +72,7 @@ func (p *pendingWrites) creating(ns, name string, inCache bool) bool {
 	if !ok {
 		return false
 	}
-	if inCache || time.Since(v.(time.Time)) > createdFor {
+	if inCache || p.clock().Sub(v.(time.Time)) > createdFor {
 		p.created.Delete(key)
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -121,5 +122,32 @@ func TestNoSecondWriteFromStaleCache(t *testing.T) {
 	}
 	if n := countAt(t, ctx, c, currentID(t, ctx, c, b)); n != 3 {
 		t.Errorf("%d/3 BundleDeployments at the current version", n)
+	}
+}
+
+// TestPendingCreateWaitsForTheCache: a create the cache has not shown yet is not made again
+// for minutes (a cache relisting tens of thousands of BundleDeployments can lag that long),
+// but as soon as the cache delivers any event of it — even its deletion — the next pass may
+// create it again.
+func TestPendingCreateWaitsForTheCache(t *testing.T) {
+	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	p := &pendingWrites{now: func() time.Time { return now }}
+	p.wroteCreate("c1", "app")
+	p.wroteCreate("c2", "app")
+	now = now.Add(5 * time.Minute)
+	if !p.creating("c1", "app", false) || !p.creating("c2", "app", false) {
+		t.Fatal("a create not in the cache after 5 minutes is made again")
+	}
+	p.seen("c1", "app") // e.g. created, then deleted by someone, before this pass
+	if p.creating("c1", "app", false) {
+		t.Error("a BundleDeployment whose events the cache delivered is still held as pending")
+	}
+	if p.creating("c2", "app", true) || p.creating("c2", "app", false) {
+		t.Error("a create the cache shows is still pending")
+	}
+	p.wroteCreate("c3", "app")
+	now = now.Add(createdFor + time.Second)
+	if p.creating("c3", "app", false) {
+		t.Error("a create never seen is held off past createdFor")
 	}
 }
