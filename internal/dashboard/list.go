@@ -107,58 +107,77 @@ func decodeList(r io.Reader, k kindSpec) (map[string]client.Object, string, erro
 	dec := jsontext.NewDecoder(r, opts)
 	objects := map[string]client.Object{}
 	rv := ""
-	fail := func(err error) (map[string]client.Object, string, error) {
+	err := readObject(dec, "a list", func(name string) error {
+		switch name {
+		case "metadata":
+			return readResourceVersion(dec, &rv)
+		case "items":
+			return readArray(dec, func() error {
+				o := k.item()
+				if err := jsonv2.UnmarshalDecode(dec, o, opts); err != nil {
+					return err
+				}
+				objects[objectKey(o)] = trim(o)
+				return nil
+			})
+		}
+		return dec.SkipValue()
+	})
+	if err != nil {
 		return nil, "", fmt.Errorf("decode the list of %s: %w", k.resource, err)
 	}
+	return objects, rv, nil
+}
+
+// readObject reads a JSON object from dec (what names it in errors), handing each member's
+// name to member, which must read (or skip) the member's value.
+func readObject(dec *jsontext.Decoder, what string, member func(name string) error) error {
 	if tok, err := dec.ReadToken(); err != nil {
-		return fail(err)
+		return err
 	} else if tok.Kind() != '{' {
-		return fail(fmt.Errorf("a list is a JSON object, not %v", tok.Kind()))
+		return fmt.Errorf("%s is a JSON object, not %v", what, tok.Kind())
 	}
 	for dec.PeekKind() != '}' {
 		name, err := dec.ReadToken()
 		if err != nil {
-			return fail(err)
+			return err
 		}
-		switch name.String() {
-		case "metadata":
-			var lm struct {
-				ResourceVersion string `json:"resourceVersion"`
-			}
-			if err := jsonv2.UnmarshalDecode(dec, &lm, opts); err != nil {
-				return fail(err)
-			}
-			rv = lm.ResourceVersion
-		case "items":
-			if dec.PeekKind() == 'n' {
-				if _, err := dec.ReadToken(); err != nil {
-					return fail(err)
-				}
-				continue
-			}
-			if _, err := dec.ReadToken(); err != nil {
-				return fail(err)
-			}
-			for dec.PeekKind() != ']' {
-				o := k.item()
-				if err := jsonv2.UnmarshalDecode(dec, o, opts); err != nil {
-					return fail(err)
-				}
-				objects[objectKey(o)] = trim(o)
-			}
-			if _, err := dec.ReadToken(); err != nil {
-				return fail(err)
-			}
-		default:
-			if err := dec.SkipValue(); err != nil {
-				return fail(err)
-			}
+		if err := member(name.String()); err != nil {
+			return err
 		}
+	}
+	_, err := dec.ReadToken()
+	return err
+}
+
+// readArray reads a JSON array (or null) from dec, calling each to read every element.
+func readArray(dec *jsontext.Decoder, each func() error) error {
+	if dec.PeekKind() == 'n' {
+		_, err := dec.ReadToken()
+		return err
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return fail(err)
+		return err
 	}
-	return objects, rv, nil
+	for dec.PeekKind() != ']' {
+		if err := each(); err != nil {
+			return err
+		}
+	}
+	_, err := dec.ReadToken()
+	return err
+}
+
+// readResourceVersion reads a list's (or Table's) metadata, keeping its resourceVersion.
+func readResourceVersion(dec *jsontext.Decoder, rv *string) error {
+	var lm struct {
+		ResourceVersion string `json:"resourceVersion"`
+	}
+	if err := jsonv2.UnmarshalDecode(dec, &lm, listOptions); err != nil {
+		return err
+	}
+	*rv = lm.ResourceVersion
+	return nil
 }
 
 // tableAccept asks for a list as a Table.
@@ -193,32 +212,14 @@ func decodeTable(r io.Reader, k kindSpec) (map[string]client.Object, string, err
 	rv := ""
 	// at[i] is the index in k.table.columns of the Table's column i (-1: not read).
 	var at []int
-	fail := func(err error) (map[string]client.Object, string, error) {
-		return nil, "", fmt.Errorf("decode the table of %s: %w", k.resource, err)
-	}
-	if tok, err := dec.ReadToken(); err != nil {
-		return fail(err)
-	} else if tok.Kind() != '{' {
-		return fail(fmt.Errorf("a table is a JSON object, not %v", tok.Kind()))
-	}
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadToken()
-		if err != nil {
-			return fail(err)
-		}
-		switch name.String() {
+	err := readObject(dec, "a table", func(name string) error {
+		switch name {
 		case "metadata":
-			var lm struct {
-				ResourceVersion string `json:"resourceVersion"`
-			}
-			if err := jsonv2.UnmarshalDecode(dec, &lm, listOptions); err != nil {
-				return fail(err)
-			}
-			rv = lm.ResourceVersion
+			return readResourceVersion(dec, &rv)
 		case "columnDefinitions":
 			var defs []metav1.TableColumnDefinition
 			if err := jsonv2.UnmarshalDecode(dec, &defs, listOptions); err != nil {
-				return fail(err)
+				return err
 			}
 			at = make([]int, len(defs))
 			found := make([]bool, len(k.table.columns))
@@ -229,40 +230,27 @@ func decodeTable(r io.Reader, k kindSpec) (map[string]client.Object, string, err
 				}
 			}
 			if i := slices.Index(found, false); i >= 0 {
-				return fail(fmt.Errorf("%w: no column %q", errNoTable, k.table.columns[i]))
+				return fmt.Errorf("%w: no column %q", errNoTable, k.table.columns[i])
 			}
+			return nil
 		case "rows":
 			if at == nil {
-				return fail(fmt.Errorf("%w: rows before the column definitions", errNoTable))
+				return fmt.Errorf("%w: rows before the column definitions", errNoTable)
 			}
-			if dec.PeekKind() == 'n' {
-				if _, err := dec.ReadToken(); err != nil {
-					return fail(err)
-				}
-				continue
-			}
-			if _, err := dec.ReadToken(); err != nil {
-				return fail(err)
-			}
-			for dec.PeekKind() != ']' {
+			return readArray(dec, func() error {
 				cells, err := readRow(dec, at, len(k.table.columns))
 				if err != nil {
-					return fail(err)
+					return err
 				}
 				o := k.table.object(cells)
 				objects[objectKey(o)] = o
-			}
-			if _, err := dec.ReadToken(); err != nil {
-				return fail(err)
-			}
-		default:
-			if err := dec.SkipValue(); err != nil {
-				return fail(err)
-			}
+				return nil
+			})
 		}
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return fail(err)
+		return dec.SkipValue()
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("decode the table of %s: %w", k.resource, err)
 	}
 	return objects, rv, nil
 }
@@ -270,44 +258,26 @@ func decodeTable(r io.Reader, k kindSpec) (map[string]client.Object, string, err
 // readRow reads a Table row's cells: the string cells of the columns read (at), in their order.
 func readRow(dec *jsontext.Decoder, at []int, n int) ([]*string, error) {
 	cells := make([]*string, n)
-	if tok, err := dec.ReadToken(); err != nil {
-		return nil, err
-	} else if tok.Kind() != '{' {
-		return nil, fmt.Errorf("a row is a JSON object, not %v", tok.Kind())
-	}
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadToken()
-		if err != nil {
-			return nil, err
+	err := readObject(dec, "a row", func(name string) error {
+		if name != "cells" || dec.PeekKind() != '[' {
+			return dec.SkipValue()
 		}
-		if name.String() != "cells" || dec.PeekKind() != '[' {
-			if err := dec.SkipValue(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if _, err := dec.ReadToken(); err != nil {
-			return nil, err
-		}
-		for i := 0; dec.PeekKind() != ']'; i++ {
+		i := 0
+		return readArray(dec, func() error {
+			defer func() { i++ }()
 			if i >= len(at) || at[i] < 0 || dec.PeekKind() != '"' {
-				if err := dec.SkipValue(); err != nil {
-					return nil, err
-				}
-				continue
+				return dec.SkipValue()
 			}
 			tok, err := dec.ReadToken()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			s := tok.String()
 			cells[at[i]] = &s
-		}
-		if _, err := dec.ReadToken(); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := dec.ReadToken(); err != nil {
+			return nil
+		})
+	})
+	if err != nil {
 		return nil, err
 	}
 	return cells, nil
