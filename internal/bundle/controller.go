@@ -223,32 +223,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, err
 		}
-		// Gone: its BundleDeployments go too (they live in other namespaces, so no owner GC),
-		// and the contents they referenced unless another Bundle uses them.
-		if err := r.each(ctx, r.eachPtr(existing.Items), func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
-			return client.IgnoreNotFound(r.Client.Delete(ctx, bd))
-		}); err != nil {
-			return ctrl.Result{}, err
-		}
-		var unused []string
-		for _, bd := range existing.Items {
-			if ref := bd.Spec.Content; ref != nil && ref.Namespace == req.Namespace && !slices.Contains(unused, ref.Name) {
-				unused = append(unused, ref.Name)
-			}
-		}
-		if err := r.deleteUnused(ctx, req.Namespace, req.Name, unused); err != nil {
-			return ctrl.Result{}, err
-		}
-		metrics.Bundles.Delete(req.String())
-		metrics.BundleDeployments.Delete(req.String())
-		if b.Name != "" && controllerutil.ContainsFinalizer(b, Finalizer) {
-			patch := client.MergeFrom(b.DeepCopy())
-			controllerutil.RemoveFinalizer(b, Finalizer)
-			if err := r.Client.Patch(ctx, b, patch); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
-			}
-		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.finalize(ctx, req, b, existing.Items)
 	}
 	if !controllerutil.ContainsFinalizer(b, Finalizer) {
 		patch := client.MergeFrom(b.DeepCopy())
@@ -257,91 +232,172 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 	}
-	log := ctrl.LoggerFrom(ctx)
-	before := b.DeepCopy()
-
-	def, err := r.variant(ctx, b, nil)
-	if err != nil {
+	p := &pass{r: r, b: b, before: b.DeepCopy(), existing: existing.Items}
+	if err := p.target(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-
-	clusters, err := r.candidates(ctx, b)
-	if err != nil {
+	if err := p.plan(); err != nil {
 		return ctrl.Result{}, err
 	}
-	targeted := map[string]*fleetv1alpha1.Cluster{} // by cluster namespace
+	if err := p.write(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := p.writeStatus(ctx); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.record(b, p.before, p.bds)
+	for _, bd := range p.remove {
+		r.corrections.Delete(bd.UID)
+		r.pending.forget(bd.UID)
+	}
+	// Contents this Bundle stopped using go when no other Bundle lists them.
+	var released []string
+	for _, c := range p.before.Status.Contents {
+		if !slices.Contains(b.Status.Contents, c) {
+			released = append(released, c)
+		}
+	}
+	return ctrl.Result{}, r.deleteUnused(ctx, b.Namespace, b.Name, released)
+}
+
+// finalize deletes the BundleDeployments of a Bundle that is gone or being deleted (they live
+// in other namespaces, so no owner GC), and the contents they referenced unless another Bundle
+// uses them, then removes the finalizer.
+func (r *Reconciler) finalize(ctx context.Context, req ctrl.Request, b *fleetv1alpha1.Bundle, existing []fleetv1alpha1.BundleDeployment) error {
+	if err := r.each(ctx, r.eachPtr(existing), func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
+		return client.IgnoreNotFound(r.Client.Delete(ctx, bd))
+	}); err != nil {
+		return err
+	}
+	var unused []string
+	for _, bd := range existing {
+		if ref := bd.Spec.Content; ref != nil && ref.Namespace == req.Namespace && !slices.Contains(unused, ref.Name) {
+			unused = append(unused, ref.Name)
+		}
+	}
+	if err := r.deleteUnused(ctx, req.Namespace, req.Name, unused); err != nil {
+		return err
+	}
+	metrics.Bundles.Delete(req.String())
+	metrics.BundleDeployments.Delete(req.String())
+	if b.Name != "" && controllerutil.ContainsFinalizer(b, Finalizer) {
+		patch := client.MergeFrom(b.DeepCopy())
+		controllerutil.RemoveFinalizer(b, Finalizer)
+		if err := r.Client.Patch(ctx, b, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("remove finalizer: %w", err)
+		}
+	}
+	return nil
+}
+
+// pass is one reconcile of a Bundle, in phases: target (which clusters get which version),
+// plan (what to create, update within the rollout budget, and delete), write, writeStatus.
+type pass struct {
+	r         *Reconciler
+	b, before *fleetv1alpha1.Bundle
+	existing  []fleetv1alpha1.BundleDeployment
+
+	// target
+	def      *want
+	targeted map[string]*fleetv1alpha1.Cluster // by cluster namespace
+	wants    map[string]*want                  // by cluster namespace
+	custom   []fleetv1alpha1.CustomizationStatus
+	heldDeps map[string]string // cluster namespace → why a dependency holds it
+
+	// plan
+	create, update, remove, outdated []*fleetv1alpha1.BundleDeployment
+	have                             map[string]bool // cluster namespaces with a BundleDeployment
+	held                             int             // disconnected clusters not updated
+
+	// writeStatus: the BundleDeployments as they are after this pass's writes.
+	bds []*fleetv1alpha1.BundleDeployment
+}
+
+// wantID is the deployment ID the cluster of bd must have.
+func (p *pass) wantID(bd *fleetv1alpha1.BundleDeployment) string {
+	if w := p.wants[bd.Namespace]; w != nil {
+		return w.spec.DeploymentID
+	}
+	return p.def.spec.DeploymentID
+}
+
+// target stores the Bundle's content (and its customizations') and finds the clusters it
+// targets, what each gets, and which a dependency holds.
+func (p *pass) target(ctx context.Context) error {
+	var err error
+	if p.def, err = p.r.variant(ctx, p.b, nil); err != nil {
+		return err
+	}
+	clusters, err := p.r.candidates(ctx, p.b)
+	if err != nil {
+		return err
+	}
+	p.targeted = map[string]*fleetv1alpha1.Cluster{}
 	for i := range clusters {
 		c := &clusters[i]
 		if c.Status.Namespace == "" || !c.DeletionTimestamp.IsZero() {
 			continue
 		}
-		ok, err := Targets(b, c)
+		ok, err := Targets(p.b, c)
 		if err != nil {
-			return ctrl.Result{}, reconcile.TerminalError(err)
+			return reconcile.TerminalError(err)
 		}
 		if ok {
-			targeted[c.Status.Namespace] = c
+			p.targeted[c.Status.Namespace] = c
 		}
 	}
 	// What each targeted cluster gets: the Bundle's own version, or its first matching target
 	// customization's.
-	wants, custom, err := r.wanted(ctx, b, def, targeted)
-	if err != nil {
-		return ctrl.Result{}, err
+	if p.wants, p.custom, err = p.r.wanted(ctx, p.b, p.def, p.targeted); err != nil {
+		return err
 	}
-	wantID := func(bd *fleetv1alpha1.BundleDeployment) string {
-		if w := wants[bd.Namespace]; w != nil {
-			return w.spec.DeploymentID
-		}
-		return def.spec.DeploymentID
-	}
-
 	// Clusters on which a dependency is not ready get no new BundleDeployment and no update.
-	heldDeps, err := r.heldByDependencies(ctx, b, targeted)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	var create, update, remove []*fleetv1alpha1.BundleDeployment
-	var outdated []*fleetv1alpha1.BundleDeployment
-	have := map[string]bool{}
-	unavailable, held := 0, 0
+	p.heldDeps, err = p.r.heldByDependencies(ctx, p.b, p.targeted)
+	return err
+}
+
+// plan decides the creates, the deletes and, within the rollout's budget, the updates.
+func (p *pass) plan() error {
+	b := p.b
+	p.have = map[string]bool{}
+	unavailable := 0
 	limited := b.Spec.Rollout.MaxUnavailable != nil && !b.Spec.Rollout.Paused
-	for i := range existing.Items {
-		bd := &existing.Items[i]
-		c := targeted[bd.Namespace]
+	for i := range p.existing {
+		bd := &p.existing[i]
+		c := p.targeted[bd.Namespace]
 		if c == nil || bd.Labels[fleetv1alpha1.ClusterUIDLabel] != string(c.UID) {
-			remove = append(remove, bd)
+			p.remove = append(p.remove, bd)
 			continue
 		}
-		have[bd.Namespace] = true
-		w := wants[bd.Namespace]
+		p.have[bd.Namespace] = true
+		w := p.wants[bd.Namespace]
 		current := equality.Semantic.DeepEqual(bd.Spec, w.spec) && bd.Labels[CustomizationLabel] == w.name
 		if limited && Disconnected(c) {
 			// A cluster whose agent is disconnected neither counts against maxUnavailable nor
 			// is updated: the rollout goes on over the connected clusters, and this one is
 			// updated within the budget once its agent is back (docs/registration.md).
 			if !current {
-				held++
+				p.held++
 			}
 			continue
 		}
 		if !readyAt(bd, bd.Spec.DeploymentID) {
 			unavailable++
 		}
-		stale := r.pending.stale(bd) // updated by an earlier pass, which the cache does not show yet
-		if !current && heldDeps[bd.Namespace] == "" && !stale {
-			outdated = append(outdated, bd)
+		stale := p.r.pending.stale(bd) // updated by an earlier pass, which the cache does not show yet
+		if !current && p.heldDeps[bd.Namespace] == "" && !stale {
+			p.outdated = append(p.outdated, bd)
 		}
 	}
-	for ns, c := range targeted {
+	for ns, c := range p.targeted {
 		// Created by an earlier pass, which the cache does not show yet: not created again.
-		if !r.pending.creating(ns, b.Name, have[ns]) && !have[ns] && heldDeps[ns] == "" {
-			w := wants[ns]
+		if !p.r.pending.creating(ns, b.Name, p.have[ns]) && !p.have[ns] && p.heldDeps[ns] == "" {
+			w := p.wants[ns]
 			l := bdLabels(b, c)
 			if w.name != "" {
 				l[CustomizationLabel] = w.name
 			}
-			create = append(create, &fleetv1alpha1.BundleDeployment{
+			p.create = append(p.create, &fleetv1alpha1.BundleDeployment{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: b.Name, Labels: l},
 				Spec:       *w.spec.DeepCopy(),
 			})
@@ -349,31 +405,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Rollout: updates of existing BundleDeployments are held while paused, and limited so that
 	// at most maxUnavailable clusters are updating or not ready at once. Ready ones go first.
-	budget := len(outdated)
+	budget := len(p.outdated)
 	if b.Spec.Rollout.Paused {
 		budget = 0
 	} else if mu := b.Spec.Rollout.MaxUnavailable; mu != nil {
-		n, err := intstr.GetScaledValueFromIntOrPercent(mu, len(targeted), false)
+		n, err := intstr.GetScaledValueFromIntOrPercent(mu, len(p.targeted), false)
 		if err != nil {
-			return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("maxUnavailable: %w", err))
+			return reconcile.TerminalError(fmt.Errorf("maxUnavailable: %w", err))
 		}
 		budget = max(n, 1) - unavailable
 		// Clusters already not ready do not make things worse by being updated.
-		for _, bd := range outdated {
+		for _, bd := range p.outdated {
 			if !readyAt(bd, bd.Spec.DeploymentID) {
 				budget++
 			}
 		}
 	}
-	sort.SliceStable(outdated, func(i, j int) bool {
-		return !readyAt(outdated[i], outdated[i].Spec.DeploymentID) && readyAt(outdated[j], outdated[j].Spec.DeploymentID)
+	sort.SliceStable(p.outdated, func(i, j int) bool {
+		return !readyAt(p.outdated[i], p.outdated[i].Spec.DeploymentID) && readyAt(p.outdated[j], p.outdated[j].Spec.DeploymentID)
 	})
-	for _, bd := range outdated {
+	for _, bd := range p.outdated {
 		if budget <= 0 {
 			break
 		}
 		budget--
-		w := wants[bd.Namespace]
+		w := p.wants[bd.Namespace]
 		bd.Spec = *w.spec.DeepCopy()
 		if w.name != "" {
 			if bd.Labels == nil {
@@ -383,20 +439,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		} else {
 			delete(bd.Labels, CustomizationLabel)
 		}
-		update = append(update, bd)
+		p.update = append(p.update, bd)
 	}
-	if len(create)+len(update)+len(remove) > 0 {
-		log.Info("Syncing BundleDeployments", "create", len(create), "update", len(update), "delete", len(remove), "heldDisconnected", held, "heldDependencies", len(heldDeps))
+	return nil
+}
+
+// write makes the planned creates, updates and deletes, Workers at a time, and remembers them
+// until the cache shows them.
+func (p *pass) write(ctx context.Context) error {
+	r := p.r
+	if len(p.create)+len(p.update)+len(p.remove) > 0 {
+		ctrl.LoggerFrom(ctx).Info("Syncing BundleDeployments", "create", len(p.create), "update", len(p.update), "delete", len(p.remove),
+			"heldDisconnected", p.held, "heldDependencies", len(p.heldDeps))
 	}
-	err = errors.Join(
-		r.each(ctx, create, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
+	return errors.Join(
+		r.each(ctx, p.create, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
 			if err := r.Client.Create(ctx, bd, client.FieldOwner(FieldOwner)); client.IgnoreAlreadyExists(err) != nil {
 				return err
 			}
 			r.pending.wroteCreate(bd.Namespace, bd.Name)
 			return nil
 		}),
-		r.each(ctx, update, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
+		r.each(ctx, p.update, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
 			from := bd.ResourceVersion
 			if err := r.Client.Update(ctx, bd, client.FieldOwner(FieldOwner)); err != nil {
 				return err
@@ -404,64 +468,50 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.pending.wrote(bd.UID, from)
 			return nil
 		}),
-		r.each(ctx, remove, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
+		r.each(ctx, p.remove, func(ctx context.Context, bd *fleetv1alpha1.BundleDeployment) error {
 			return client.IgnoreNotFound(r.Client.Delete(ctx, bd))
 		}),
 	)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+}
 
-	// Status, from what the BundleDeployments were before this pass's writes plus those writes.
-	var bds []*fleetv1alpha1.BundleDeployment
-	for i := range existing.Items {
-		if !slices.Contains(remove, &existing.Items[i]) {
-			bds = append(bds, &existing.Items[i])
+// writeStatus sets the Bundle's status from what the BundleDeployments were before this pass's
+// writes plus those writes, and patches it when it changed.
+func (p *pass) writeStatus(ctx context.Context) error {
+	b := p.b
+	for i := range p.existing {
+		if !slices.Contains(p.remove, &p.existing[i]) {
+			p.bds = append(p.bds, &p.existing[i])
 		}
 	}
-	bds = append(bds, create...)
-	b.Status.ObservedGeneration, b.Status.Content, b.Status.DeploymentID = b.Generation, def.spec.Content.Name, def.spec.DeploymentID
-	b.Status.Customizations = custom
-	b.Status.Summary = summarize(bds, wantID, len(targeted))
+	p.bds = append(p.bds, p.create...)
+	b.Status.ObservedGeneration, b.Status.Content, b.Status.DeploymentID = b.Generation, p.def.spec.Content.Name, p.def.spec.DeploymentID
+	b.Status.Customizations = p.custom
+	b.Status.Summary = summarize(p.bds, p.wantID, len(p.targeted))
 	readyCond(b)
-	halted := !b.Spec.Rollout.Paused && len(outdated) > len(update) && len(update) == 0 && failedAt(bds, wantID) > 0
+	halted := !b.Spec.Rollout.Paused && len(p.outdated) > len(p.update) && len(p.update) == 0 && failedAt(p.bds, p.wantID) > 0
 	if halted {
 		s := b.Status.Summary
 		meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 			Reason: fleetv1alpha1.EventRolloutHalted, ObservedGeneration: b.Generation, Message: fmt.Sprintf(
 				"Rollout halted: %d clusters held at the previous version because %d clusters failed to apply this one and maxUnavailable is reached; "+
-					"fix the Bundle (see status.summary.nonReadyClusters) or raise rollout.maxUnavailable", len(outdated)-len(update), s.ErrApplied)})
+					"fix the Bundle (see status.summary.nonReadyClusters) or raise rollout.maxUnavailable", len(p.outdated)-len(p.update), s.ErrApplied)})
 	}
-	holdStatus(b, heldDeps, targeted, have)
-	b.Status.Contents = []string{def.spec.Content.Name}
-	for _, c := range custom {
+	holdStatus(b, p.heldDeps, p.targeted, p.have)
+	b.Status.Contents = []string{p.def.spec.Content.Name}
+	for _, c := range p.custom {
 		if !slices.Contains(b.Status.Contents, c.Content) {
 			b.Status.Contents = append(b.Status.Contents, c.Content)
 		}
 	}
-	for _, bd := range bds {
+	for _, bd := range p.bds {
 		if ref := bd.Spec.Content; ref != nil && ref.Namespace == b.Namespace && !slices.Contains(b.Status.Contents, ref.Name) {
 			b.Status.Contents = append(b.Status.Contents, ref.Name)
 		}
 	}
-	if !equality.Semantic.DeepEqual(before.Status, b.Status) {
-		if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(before)); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
+	if equality.Semantic.DeepEqual(p.before.Status, b.Status) {
+		return nil
 	}
-	r.record(b, before, bds)
-	for _, bd := range remove {
-		r.corrections.Delete(bd.UID)
-		r.pending.forget(bd.UID)
-	}
-	// Contents this Bundle stopped using go when no other Bundle lists them.
-	var released []string
-	for _, c := range before.Status.Contents {
-		if !slices.Contains(b.Status.Contents, c) {
-			released = append(released, c)
-		}
-	}
-	return ctrl.Result{}, r.deleteUnused(ctx, b.Namespace, b.Name, released)
+	return p.r.Client.Status().Patch(ctx, b, client.MergeFrom(p.before))
 }
 
 // deleteUnused deletes the BundleContents of ns among names that no Bundle but self lists.
