@@ -12,11 +12,11 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/bundle/agentmgmt"
+	"github.com/droverhq/drover/internal/bundle/content"
 )
 
 // Labels on BundleDeployments naming their Bundle.
@@ -27,7 +27,7 @@ const (
 	// cluster gets (absent: the Bundle's own version).
 	CustomizationLabel = fleetv1alpha1.LabelPrefix + "target-customization"
 	// FieldOwner is the bundle controllers' field manager.
-	FieldOwner = "drover-bundle"
+	FieldOwner = content.FieldOwner
 )
 
 // Options configure the bundle controllers.
@@ -46,7 +46,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, Recorder: mgr.GetEventRecorder("drover-bundle")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up bundle controller: %w", err)
 	}
-	if err := (&ContentAccessReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&content.AccessReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up bundle content access controller: %w", err)
 	}
 	if opts.ManageAgents {
@@ -67,25 +67,6 @@ func Controllers(opts Options) func(ctrl.Manager) error {
 func Disconnected(c *fleetv1alpha1.Cluster) bool {
 	cond := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady)
 	return cond != nil && cond.Reason == fleetv1alpha1.ReasonAgentDisconnected
-}
-
-// ContentName is the name of the BundleContent of resources: "s-" + hex sha256 of their JSON;
-// with a Helm chart, of the JSON of resources and helm.
-func ContentName(resources []runtime.RawExtension, helm *fleetv1alpha1.BundleHelm) (name, sum string, err error) {
-	var v any = resources
-	if helm != nil {
-		v = struct {
-			Resources []runtime.RawExtension    `json:"resources"`
-			Helm      *fleetv1alpha1.BundleHelm `json:"helm"`
-		}{resources, helm}
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", "", fmt.Errorf("encode resources: %w", err)
-	}
-	h := sha256.Sum256(b)
-	sum = hex.EncodeToString(h[:])
-	return "s-" + sum, sum, nil
 }
 
 func shortHash(v any) string {

@@ -13,11 +13,9 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/bundle/content"
 	"github.com/droverhq/drover/internal/metrics"
 )
 
@@ -257,7 +256,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			released = append(released, c)
 		}
 	}
-	return ctrl.Result{}, r.deleteUnused(ctx, b.Namespace, b.Name, released)
+	return ctrl.Result{}, content.DeleteUnused(ctx, r.Client, b.Namespace, b.Name, released)
 }
 
 // finalize deletes the BundleDeployments of a Bundle that is gone or being deleted (they live
@@ -275,7 +274,7 @@ func (r *Reconciler) finalize(ctx context.Context, req ctrl.Request, b *fleetv1a
 			unused = append(unused, ref.Name)
 		}
 	}
-	if err := r.deleteUnused(ctx, req.Namespace, req.Name, unused); err != nil {
+	if err := content.DeleteUnused(ctx, r.Client, req.Namespace, req.Name, unused); err != nil {
 		return err
 	}
 	metrics.Bundles.Delete(req.String())
@@ -514,36 +513,6 @@ func (p *pass) writeStatus(ctx context.Context) error {
 	return p.r.Client.Status().Patch(ctx, b, client.MergeFrom(p.before))
 }
 
-// deleteUnused deletes the BundleContents of ns among names that no Bundle but self lists.
-// A Bundle that starts using one concurrently recreates it on its next pass.
-func (r *Reconciler) deleteUnused(ctx context.Context, ns, self string, names []string) error {
-	if len(names) == 0 {
-		return nil
-	}
-	var list fleetv1alpha1.BundleList
-	if err := r.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return err
-	}
-	for _, n := range names {
-		used := false
-		for _, o := range list.Items {
-			if o.Name != self && (o.Status.Content == n || slices.Contains(o.Status.Contents, n)) {
-				used = true
-				break
-			}
-		}
-		if used {
-			continue
-		}
-		bc := &fleetv1alpha1.BundleContent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}}
-		if err := r.Client.Delete(ctx, bc); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete unused content %s: %w", n, err)
-		}
-		ctrl.LoggerFrom(ctx).V(1).Info("Deleted unused content", "content", n)
-	}
-	return nil
-}
-
 func bdLabels(b *fleetv1alpha1.Bundle, c *fleetv1alpha1.Cluster) map[string]string {
 	return map[string]string{
 		BundleNameLabel: b.Name, BundleNamespaceLabel: b.Namespace,
@@ -584,7 +553,7 @@ type want struct {
 // Bundle's own) and returns their BundleDeployment spec.
 func (r *Reconciler) variant(ctx context.Context, b *fleetv1alpha1.Bundle, tc *fleetv1alpha1.BundleTargetCustomization) (*want, error) {
 	resources, helm, opts := Variant(&b.Spec, tc)
-	contentName, err := r.ensureContent(ctx, b.Namespace, resources, helm)
+	contentName, err := content.Store(ctx, r.Client, b.Namespace, resources, helm)
 	if err != nil {
 		return nil, err
 	}
@@ -639,30 +608,6 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 		}
 	}
 	return out, status, nil
-}
-
-// ensureContent stores resources and helm as a BundleContent of namespace ns named by their
-// hash. The existence check reads metadata only (cached), so contents are never held in memory
-// here.
-func (r *Reconciler) ensureContent(ctx context.Context, ns string, resources []runtime.RawExtension, helm *fleetv1alpha1.BundleHelm) (string, error) {
-	name, sum, err := ContentName(resources, helm)
-	if err != nil {
-		return "", reconcile.TerminalError(err)
-	}
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(fleetv1alpha1.GroupVersion.WithKind("BundleContent"))
-	err = r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m)
-	if err == nil || !apierrors.IsNotFound(err) {
-		return name, err
-	}
-	bc := &fleetv1alpha1.BundleContent{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{fleetv1alpha1.ManagedLabel: "true"}},
-		SHA256:     sum, Manifests: resources, Helm: helm,
-	}
-	if err := r.Client.Create(ctx, bc, client.FieldOwner(FieldOwner)); client.IgnoreAlreadyExists(err) != nil {
-		return "", fmt.Errorf("create content %s: %w", name, err)
-	}
-	return name, nil
 }
 
 // failedAt counts the BundleDeployments that failed to apply the deployment ID they should

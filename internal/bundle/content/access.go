@@ -1,4 +1,4 @@
-package bundle
+package content
 
 import (
 	"context"
@@ -23,10 +23,10 @@ import (
 	"github.com/droverhq/drover/internal/registration/names"
 )
 
-// ContentAccessReconciler keeps, per Cluster, the rules of the Role names.ClusterAccessRole in
+// AccessReconciler keeps, per Cluster, the rules of the Role names.ClusterAccessRole in
 // the workspace namespace: the agent's status rule plus get on exactly the BundleContents the
 // cluster's BundleDeployments reference. Registration creates and binds it.
-type ContentAccessReconciler struct {
+type AccessReconciler struct {
 	Client client.Client
 
 	mu      sync.Mutex
@@ -39,7 +39,7 @@ type ContentAccessReconciler struct {
 type written struct{ key, resourceVersion string }
 
 // SetupWithManager registers the controller.
-func (r *ContentAccessReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *AccessReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applied = map[client.ObjectKey]written{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("bundlecontentaccess").
@@ -71,7 +71,7 @@ func (r *ContentAccessReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=get;list;watch;create;update;patch
 
 // Reconcile writes the cluster's access Role.
-func (r *ContentAccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &fleetv1alpha1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
