@@ -618,17 +618,23 @@ func (e *gitopsBench) logWrites(b *testing.B, writes0 map[string]int) {
 	e.waitQuiet(b)
 	byKind := map[string]int{}
 	total := 0
+	var refused []string // a few refused writes by object, to see which objects they hit
 	for key, c := range diffWrites(writes0, e.writes(b)) {
 		wk := parseWriteKey(key)
 		kind := wk.Method + " " + wk.Resource
 		if wk.Code/100 != 2 {
 			kind += fmt.Sprintf(" [%d]", wk.Code)
+			refused = append(refused, fmt.Sprintf("%s ×%d", key, c))
 		}
 		byKind[kind] += c
 		total += c
 	}
 	for kd, c := range byKind {
 		b.Logf("writes %-45s %7d (%.2f per cluster)", kd, c, float64(c)/float64(e.n))
+	}
+	slices.Sort(refused)
+	if len(refused) > 0 {
+		b.Logf("refused writes, first of %d objects: %v", len(refused), refused[:min(len(refused), 8)])
 	}
 	b.ReportMetric(float64(total)/float64(e.n), "mgmt-writes/cluster")
 }
