@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,13 +90,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			if o.GetLabels()[BundleNameLabel] == "" {
 				return nil
 			}
-			r.pending.seen(o.GetNamespace(), o.GetName())
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetLabels()[BundleNamespaceLabel], Name: o.GetLabels()[BundleNameLabel]}}}
 		})).
 		// Bundles waiting for another (spec.dependsOn) look again when it or its
 		// BundleDeployments change.
 		Watches(&fleetv1alpha1.BundleDeployment{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOfDeployment)).
 		Watches(&fleetv1alpha1.Bundle{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOfBundle)).
+		// A BundleDeployment deleted before the cache showed its creation is created again by
+		// the next pass, not held as pending.
+		Watches(&fleetv1alpha1.BundleDeployment{}, handler.Funcs{DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.pending.deleted(e.Object.GetNamespace(), e.Object.GetName())
+		}}).
 		Complete(r)
 }
 

@@ -25,11 +25,13 @@ type pendingWrites struct {
 	now func() time.Time
 }
 
-// createdFor is how long a create the cache has shown no event of yet holds off creating it
-// again. Any event of the BundleDeployment (seen) ends the wait sooner, so this bounds only a
-// cache that lags for minutes — a relist of tens of thousands of BundleDeployments by a
-// CPU-starved process, when creates were refused as AlreadyExists by the thousand with a
-// 2-minute window.
+// createdFor is how long a create the pass's view of the cache does not show yet holds off
+// creating it again. A pass decides from the BundleDeployments it listed when it started, so a
+// create is pending until a pass whose list shows it (creating with inCache), or until its
+// deletion is seen: forgetting it on any other event of the object (while a pass that listed
+// before that event is still running) made that pass create it a second time, refused as
+// AlreadyExists by the hundred at 1,000 clusters. The bound only matters for a cache lagging by
+// minutes.
 const createdFor = 10 * time.Minute
 
 func (p *pendingWrites) clock() time.Time {
@@ -39,10 +41,9 @@ func (p *pendingWrites) clock() time.Time {
 	return time.Now()
 }
 
-// seen records that the cache has delivered an event of BundleDeployment ns/name (created,
-// changed or deleted): a create recorded before it is no longer pending. Deleted since, it is
-// created again by the next pass.
-func (p *pendingWrites) seen(ns, name string) { p.created.Delete(ns + "/" + name) }
+// deleted records that BundleDeployment ns/name was deleted: a create recorded before it is
+// no longer pending, and the next pass creates it again.
+func (p *pendingWrites) deleted(ns, name string) { p.created.Delete(ns + "/" + name) }
 
 // wrote records that bd, read at resourceVersion from, was updated.
 func (p *pendingWrites) wrote(uid types.UID, from string) { p.m.Store(uid, from) }

@@ -125,10 +125,10 @@ func TestNoSecondWriteFromStaleCache(t *testing.T) {
 	}
 }
 
-// TestPendingCreateWaitsForTheCache: a create the cache has not shown yet is not made again
-// for minutes (a cache relisting tens of thousands of BundleDeployments can lag that long),
-// but as soon as the cache delivers any event of it — even its deletion — the next pass may
-// create it again.
+// TestPendingCreateWaitsForTheCache: a create the pass's cache listing does not show yet is not
+// made again — for minutes (a cache relisting tens of thousands of BundleDeployments can lag
+// that long), and whatever other events of the object arrive meanwhile: only a listing that
+// shows it ends the wait, or its deletion, after which the next pass creates it again.
 func TestPendingCreateWaitsForTheCache(t *testing.T) {
 	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 	p := &pendingWrites{now: func() time.Time { return now }}
@@ -138,9 +138,9 @@ func TestPendingCreateWaitsForTheCache(t *testing.T) {
 	if !p.creating("c1", "app", false) || !p.creating("c2", "app", false) {
 		t.Fatal("a create not in the cache after 5 minutes is made again")
 	}
-	p.seen("c1", "app") // e.g. created, then deleted by someone, before this pass
+	p.deleted("c1", "app") // e.g. created, then deleted by someone, before this pass
 	if p.creating("c1", "app", false) {
-		t.Error("a BundleDeployment whose events the cache delivered is still held as pending")
+		t.Error("a deleted BundleDeployment is still held as pending")
 	}
 	if p.creating("c2", "app", true) || p.creating("c2", "app", false) {
 		t.Error("a create the cache shows is still pending")
