@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -12,7 +11,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -87,16 +85,7 @@ func TestDeploymentsListedAsTable(t *testing.T) {
 	setStatus(t, bd)
 
 	requests := &requestLog{}
-	cfg := rest.AnonymousClientConfig(mgmt.Config)
-	cfg.BearerToken = namespaceViewer(t, ns, "viewer", ns)
-	cfg.WrapTransport = requests.wrap
-	h, err := dashboard.New(dashboard.Options{Local: cfg, AccessKey: "key", Namespaces: []string{ns}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	b := newBrowser(t, srv)
+	b := localDashboard(t, ns, "viewer", "key", requests.wrap)
 	if status, _ := b.get("/login?key=key&next=/bundles"); status != http.StatusSeeOther {
 		t.Fatalf("the access key was not taken: %d", status)
 	}

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -122,6 +123,23 @@ type browser struct {
 	t    testing.TB
 	base string
 	c    *http.Client
+}
+
+// localDashboard serves drover dashboard's local mode as a viewer of namespace ns (user, with
+// the access key), its API requests through wrap when set, and returns a browser for it (not
+// signed in yet).
+func localDashboard(t testing.TB, ns, user, key string, wrap func(http.RoundTripper) http.RoundTripper) *browser {
+	t.Helper()
+	cfg := rest.AnonymousClientConfig(mgmt.Config)
+	cfg.BearerToken = namespaceViewer(t, ns, user, ns)
+	cfg.WrapTransport = wrap
+	h, err := dashboard.New(dashboard.Options{Local: cfg, AccessKey: key, Namespaces: []string{ns}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return newBrowser(t, srv)
 }
 
 func newBrowser(t testing.TB, srv *httptest.Server) *browser {

@@ -2,15 +2,10 @@ package dashboard_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
-
-	"k8s.io/client-go/rest"
-
-	"github.com/droverhq/drover/internal/dashboard"
 )
 
 // TestPages: every page, read through a real API server with a viewer's token, shows the
@@ -129,15 +124,7 @@ func TestLocalMode(t *testing.T) {
 	t.Parallel()
 	ns := mgmt.Namespace(t)
 	createAll(t, eksCluster(ns, "mine"))
-	cfg := rest.AnonymousClientConfig(mgmt.Config)
-	cfg.BearerToken = namespaceViewer(t, ns, "me", ns)
-	h, err := dashboard.New(dashboard.Options{Local: cfg, AccessKey: "s3cret-key", Namespaces: []string{ns}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	b := newBrowser(t, srv)
+	b := localDashboard(t, ns, "me", "s3cret-key", nil)
 	for _, path := range []string{"/", "/hosted", "/login?key=wrong"} {
 		if status, body := b.get(path); status != http.StatusUnauthorized || !strings.Contains(body, "access key") {
 			t.Errorf("GET %s without the access key: status %d", path, status)

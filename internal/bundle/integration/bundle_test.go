@@ -199,13 +199,7 @@ func TestDriftIsReportedAndCorrected(t *testing.T) {
 		}
 	})
 	t.Run("corrected when asked", func(t *testing.T) {
-		eventually(t, 10*time.Second, func() error {
-			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
-				return err
-			}
-			b.Spec.CorrectDrift = true
-			return mgmt.Client.Update(ctx, b)
-		})
+		patchBundle(t, b, func(b *fleetv1alpha1.Bundle) { b.Spec.CorrectDrift = true })
 		eventually(t, 30*time.Second, func() error {
 			if err := plain.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
 				return err
@@ -436,13 +430,7 @@ func TestWorkloadReadiness(t *testing.T) {
 		}
 	})
 	t.Run("schedulable again: ready", func(t *testing.T) {
-		eventually(t, 10*time.Second, func() error {
-			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
-				return err
-			}
-			b.Spec.Resources = raw(t, deployment(nil))
-			return mgmt.Client.Update(ctx, b)
-		})
+		patchBundle(t, b, func(b *fleetv1alpha1.Bundle) { b.Spec.Resources = raw(t, deployment(nil)) })
 		bdState(func(bd *fleetv1alpha1.BundleDeployment) error {
 			if bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID || !bd.Status.Ready {
 				return fmt.Errorf("status %+v", bd.Status)

@@ -111,17 +111,7 @@ func TestDependsOn(t *testing.T) {
 	}
 
 	// The dependency becomes ready: the Bundle is deployed.
-	update := func(b *fleetv1alpha1.Bundle, mutate func(*fleetv1alpha1.Bundle)) {
-		eventually(t, 10*time.Second, func() error {
-			cur := &fleetv1alpha1.Bundle{}
-			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), cur); err != nil {
-				return err
-			}
-			mutate(cur)
-			return mgmt.Client.Update(ctx, cur)
-		})
-	}
-	update(base, func(b *fleetv1alpha1.Bundle) {
+	patchBundle(t, base, func(b *fleetv1alpha1.Bundle) {
 		b.Spec.Resources = raw(t, configMap("default", "dep-base", map[string]string{"ready": "yes"}))
 	})
 	eventually(t, 30*time.Second, func() error {
@@ -139,14 +129,14 @@ func TestDependsOn(t *testing.T) {
 	})
 
 	// Not ready again: an update of the dependent is held at the version deployed.
-	update(base, func(b *fleetv1alpha1.Bundle) { b.Spec.Resources = raw(t, neverReady("dep-base")) })
+	patchBundle(t, base, func(b *fleetv1alpha1.Bundle) { b.Spec.Resources = raw(t, neverReady("dep-base")) })
 	waitBundleDeployment(t, plainName, base.Name, 30*time.Second, func(bd *fleetv1alpha1.BundleDeployment) error {
 		if bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID || bd.Status.Ready {
 			return fmt.Errorf("want applied and not ready: %+v", bd.Status)
 		}
 		return nil
 	})
-	update(app, func(b *fleetv1alpha1.Bundle) {
+	patchBundle(t, app, func(b *fleetv1alpha1.Bundle) {
 		b.Spec.Resources = raw(t, configMap("default", "dep-app", map[string]string{"v": "two"}))
 	})
 	wantHeld(t, app.Name, func() error {

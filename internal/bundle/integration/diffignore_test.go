@@ -111,13 +111,7 @@ func TestDiffIgnore(t *testing.T) {
 		wantReplicas(t, 5)
 	})
 	t.Run("correctDrift (new deployment ID) keeps the ignored field", func(t *testing.T) {
-		eventually(t, 10*time.Second, func() error {
-			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
-				return err
-			}
-			b.Spec.CorrectDrift = true
-			return mgmt.Client.Update(ctx, b)
-		})
+		patchBundle(t, b, func(b *fleetv1alpha1.Bundle) { b.Spec.CorrectDrift = true })
 		// The new deployment ID is applied with force: the annotation comes back, the replicas
 		// the HPA set stay.
 		waitBundleDeployment(t, plainName, name, 30*time.Second, func(bd *fleetv1alpha1.BundleDeployment) error {

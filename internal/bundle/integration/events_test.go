@@ -74,12 +74,8 @@ func TestRolloutHalted(t *testing.T) {
 		return nil
 	})
 	// Version 2 holds a ConfigMap whose name the API server rejects.
-	eventually(t, 10*time.Second, func() error {
-		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
-			return err
-		}
+	patchBundle(t, b, func(b *fleetv1alpha1.Bundle) {
 		b.Spec.Resources = raw(t, configMap("", "halt", map[string]string{"v": "2"}), configMap("", "Not_A_Valid_Name", nil))
-		return mgmt.Client.Update(ctx, b)
 	})
 	var got *fleetv1alpha1.Bundle
 	eventually(t, 60*time.Second, func() error {

@@ -239,6 +239,19 @@ func patchCluster(t testing.TB, name string, mutate func(*fleetv1alpha1.Cluster)
 	})
 }
 
+// patchBundle applies mutate to Bundle b as stored, retrying on conflicts, and leaves the
+// result in b.
+func patchBundle(t testing.TB, b *fleetv1alpha1.Bundle, mutate func(*fleetv1alpha1.Bundle)) {
+	t.Helper()
+	eventually(t, 10*time.Second, func() error {
+		if err := mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(b), b); err != nil {
+			return err
+		}
+		mutate(b)
+		return mgmt.Client.Update(t.Context(), b)
+	})
+}
+
 func bundleDeployment(t testing.TB, cluster, name string) (*fleetv1alpha1.BundleDeployment, error) {
 	t.Helper()
 	c := getCluster(t, cluster)
