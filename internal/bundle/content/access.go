@@ -85,7 +85,9 @@ func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil
 	}
 	var bds fleetv1alpha1.BundleDeploymentList
-	if err := r.Client.List(ctx, &bds, client.InNamespace(c.Status.Namespace)); err != nil {
+	// Read only: the cache's own objects, not copies of every BundleDeployment of the cluster on
+	// each of their updates.
+	if err := r.Client.List(ctx, &bds, client.InNamespace(c.Status.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	var contents []string
