@@ -428,3 +428,65 @@ func TestBundleDiff(t *testing.T) {
 		}
 	})
 }
+
+// TestBundleDiffCustomization: the diff is for the chosen cluster. A chart path whose
+// targetCustomizations give gold clusters other values: each cluster's unchanged checkout is "no
+// differences" (its own customization, not the path's defaults, is what it runs), and a change
+// to the gold customization's values shows on the gold cluster and not on the other one.
+func TestBundleDiffCustomization(t *testing.T) {
+	ctx := t.Context()
+	kc := mgmtKubeconfig(t)
+	ns, goldNS, stdNS := mgmt.Namespace(t), mgmt.Namespace(t), mgmt.Namespace(t)
+	startBundleControllers(t, ns, goldNS, stdNS)
+
+	tiers := func(gold string) string {
+		return "defaultNamespace: charts\ntargetCustomizations:\n- name: gold\n  clusterSelector: {matchLabels: {tier: gold}}\n" +
+			"  helm: {values: {color: " + gold + "}}\n"
+	}
+	g := newGitWork(t)
+	g.write(map[string]string{
+		"chart/Chart.yaml": strings.Replace(diffChart, "VERSION", "0.1.0", 1), "chart/values.yaml": "color: blue\npassword: hunter2\n",
+		"chart/drover.yaml": tiers("gold"), "chart/templates/cm.yaml": diffChartCM,
+	})
+	g.commit("first")
+	for name, cns := range map[string]string{"gold-1": goldNS, "std-1": stdNS} {
+		tier := strings.TrimSuffix(name, "-1")
+		cl := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"env": "prod", "tier": tier}}}
+		if err := mgmt.Client.Create(ctx, cl); err != nil {
+			t.Fatal(err)
+		}
+		cl.Status.Namespace = cns
+		if err := mgmt.Client.Status().Update(ctx, cl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mgmt.Client.Create(ctx, &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps"},
+		Spec: fleetv1alpha1.GitRepoSpec{Repo: g.url, Branch: "main", Paths: []string{"chart"}, PollingInterval: &metav1.Duration{Duration: time.Hour},
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	goldContent, stdContent := waitDeployed(t, goldNS, "apps-chart", ""), waitDeployed(t, stdNS, "apps-chart", "")
+	if goldContent == stdContent {
+		t.Fatalf("gold-1 and std-1 run the same content %s: the customization was not applied", goldContent)
+	}
+
+	diff := func(cluster string) (string, error) {
+		out, errOut, err := drover(ctx, "bundle", "diff", "apps-chart", "--cluster", cluster, "-f", filepath.Join(g.work, "chart"), "--kubeconfig", kc, "-n", ns)
+		return out + errOut, err
+	}
+	for _, cluster := range []string{"gold-1", "std-1"} {
+		if out, err := diff(cluster); err != nil || !strings.Contains(out, "on cluster "+cluster+": no differences (1 objects)") {
+			t.Errorf("%s, unchanged checkout: exit %d (%v), want no differences\n%s", cluster, ExitCode(err), err, out)
+		}
+	}
+
+	g.write(map[string]string{"chart/drover.yaml": tiers("platinum")})
+	out, err := diff("gold-1")
+	if ExitCode(err) != ExitDiffers || !strings.Contains(out, "changed: v1 ConfigMap charts/apps-chart-cfg\n") ||
+		!strings.Contains(out, "-  color: gold\n+  color: platinum\n") {
+		t.Errorf("gold-1, gold customization changed: exit %d (%v), want %d with color gold → platinum\n%s", ExitCode(err), err, ExitDiffers, out)
+	}
+	if out, err := diff("std-1"); err != nil || !strings.Contains(out, "no differences") {
+		t.Errorf("std-1, only the gold customization changed: exit %d (%v), want no differences\n%s", ExitCode(err), err, out)
+	}
+}
