@@ -30,6 +30,7 @@ func newAgentCommand(k *kubeOptions, logs *logOptions) *cobra.Command {
   drover agent --downstream-kubeconfig downstream.kubeconfig --namespace drover-agent`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			setMemoryLimit()
 			if downstream == "" && *k.flags.KubeConfig != "" {
 				// Before --downstream-kubeconfig, the agent's --kubeconfig named its own cluster.
 				ctrl.Log.Info("drover agent --kubeconfig is deprecated: use --downstream-kubeconfig")

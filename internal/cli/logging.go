@@ -10,6 +10,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/droverhq/drover/internal/memlimit"
 )
 
 // logOptions: human output goes to stdout, structured logs to stderr, in --log-format at -v.
@@ -73,4 +75,20 @@ func (l *logOptions) setup(cmd *cobra.Command) error {
 	}
 	ctrl.SetLogger(log)
 	return nil
+}
+
+// cgroupRoot is where setMemoryLimit reads the container's memory limit (a variable for tests).
+var cgroupRoot = memlimit.CgroupRoot
+
+// setMemoryLimit gives the Go runtime a soft memory limit below the container's, so that a
+// long-running command collects garbage harder near its limit instead of being OOM-killed
+// (internal/memlimit); GOMEMLIMIT, when set, wins.
+func setMemoryLimit() {
+	limit, container, err := memlimit.Set(cgroupRoot, os.Getenv)
+	switch {
+	case err != nil:
+		ctrl.Log.Info("No Go memory limit set: set GOMEMLIMIT to choose one", "reason", err.Error())
+	case limit > 0:
+		ctrl.Log.Info("Go memory limit set below the container's", "limit", limit, "containerLimit", container, "ratio", memlimit.Ratio)
+	}
 }

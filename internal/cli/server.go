@@ -46,6 +46,7 @@ drover chooses the cluster explicitly and says which on its first line of output
   drover server --kubeconfig ~/.kube/config --context prod-mgmt --leader-elect=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			setMemoryLimit()
 			mode, err := serverCluster{why: "--demo"}, error(nil)
 			if demoMode {
 				stop, err := demoServer(cmd, &opts, &hostedOpts, &ui, nil)
