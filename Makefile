@@ -60,6 +60,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRD manifests and the ser
 	@if [ -d charts/drover ]; then mkdir -p charts/drover/files && cp config/rbac/role.yaml charts/drover/files/rbac-role.yaml; fi
 	@# ... and ships the Grafana dashboard from this copy (grafanaDashboard.enabled).
 	@if [ -d charts/drover ]; then cp config/grafana/drover.json charts/drover/files/grafana-dashboard.json; fi
+	@# ... and its alerting rules (prometheusRule.enabled).
+	@if [ -d charts/drover ]; then cp config/prometheus/drover-alerts.yaml charts/drover/files/prometheus-alerts.yaml; fi
 
 .PHONY: verify
 verify: generate ## Fail if generated files are stale, code is not gofmt-clean or go.mod is untidy.

@@ -374,3 +374,46 @@ func TestDroverChartWebhook(t *testing.T) {
 		})
 	}
 }
+
+// TestDroverChartPrometheusRule: prometheusRule.enabled renders PrometheusRule drover with the
+// rule groups of config/prometheus/drover-alerts.yaml as its spec, unchanged (no template
+// evaluation of the alerts' own {{ $value }}), with extra labels; off by default.
+func TestDroverChartPrometheusRule(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../config/prometheus/drover-alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	if err := yaml.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		vals map[string]any
+		on   bool
+	}{
+		{"default off", nil, false},
+		{"enabled", map[string]any{"prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lint(t, "drover", ns, tc.vals)
+			objs := mustRender(t, load(t, "drover"), ns, tc.vals)
+			key := "PrometheusRule/" + ns + "/drover"
+			if _, ok := objs[key]; !tc.on {
+				if ok {
+					t.Fatalf("rendered %s", key)
+				}
+				return
+			}
+			rule := get(t, objs, key)
+			if rule.GetAPIVersion() != "monitoring.coreos.com/v1" || rule.GetLabels()["release"] != "prometheus" {
+				t.Errorf("apiVersion %s labels %v", rule.GetAPIVersion(), rule.GetLabels())
+			}
+			if got := rule.Object["spec"]; !reflect.DeepEqual(got, any(want)) {
+				t.Errorf("spec differs from config/prometheus/drover-alerts.yaml (run make generate):\n%v\nwant\n%v", got, want)
+			}
+		})
+	}
+}
