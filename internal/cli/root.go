@@ -44,7 +44,7 @@ func newRootWithLogs() (*cobra.Command, *kubeOptions, *logOptions) {
 	root.AddCommand(newAgentCommand(k, logs), newMigrateCommand(k))
 	root.AddCommand(newBundleCommand(k), newFleetCommand(k), newTokenCommand(k))
 	root.AddCommand(newGitRepoCommand(k))
-	root.AddCommand(newDashboardCommand(k))
+	root.AddCommand(newDashboardCommand(k), newCheckCommand(k))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
 	usageCodes(root)
 	return root, k, logs

@@ -1,0 +1,345 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
+	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
+	"github.com/droverhq/drover/internal/crds"
+	regconfig "github.com/droverhq/drover/internal/registration/config"
+	"github.com/droverhq/drover/internal/server"
+)
+
+// Results of a check, from best to worst.
+const (
+	checkOK   = "ok"
+	checkWarn = "warn" // needs attention; drover itself works
+	checkFail = "FAIL" // drover cannot do its job until this is fixed
+)
+
+// leaderLease is drover server's leader election Lease (internal/server).
+const leaderLease = "drover-controller-manager"
+
+// checkResult is one line of drover check.
+type checkResult struct {
+	Check  string `json:"check"`
+	Result string `json:"result"`
+	Detail string `json:"detail"`
+}
+
+func newCheckCommand(k *kubeOptions) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Check that drover is installed and running, and list what in the fleet needs attention",
+		Long: `Check the management cluster as an operator would at 2 a.m.: the API server answers, drover's
+CRDs are installed and established, a drover server replica holds the leader lease, agents
+can find the API server (registration settings), and what in the fleet needs attention:
+disconnected agents, Bundles and GitRepos that are not ready, failed hosted clusters and
+migrations (in every namespace, or in -n NAMESPACE). Each line says where to look next.
+
+Exit 0 when nothing is FAIL (warnings are fleet state, not drover's health), 3 otherwise.`,
+		Example: `  drover check
+  drover check -n team-a -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if format != "" && format != "json" {
+				return usageErrorf("-o %s: drover check prints a table, or json with -o json", format)
+			}
+			t, err := k.resolve()
+			if err != nil {
+				return err
+			}
+			c, err := client.New(t.Config, client.Options{Scheme: server.Scheme()})
+			if err != nil {
+				return fmt.Errorf("connect to %s: %w", t.Config.Host, err)
+			}
+			dc, err := discovery.NewDiscoveryClientForConfig(t.Config)
+			if err != nil {
+				return fmt.Errorf("connect to %s: %w", t.Config.Host, err)
+			}
+			ns := ""
+			if cmd.Flags().Changed("namespace") {
+				ns = t.Namespace
+			}
+			results := runChecks(cmd.Context(), c, dc, t.Config.Host, ns, time.Now())
+			if err := printChecks(cmd.OutOrStdout(), format, results); err != nil {
+				return err
+			}
+			if slices.ContainsFunc(results, func(r checkResult) bool { return r.Result == checkFail }) {
+				return withCode(ExitNotReady, fmt.Errorf("drover check: %d of %d checks failed", countResults(results, checkFail), len(results)))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&format, "output", "o", "", "output format: json (default: a table)")
+	return cmd
+}
+
+// runChecks runs every check; a check that cannot run (the API server down, a read forbidden)
+// says so instead of stopping the others.
+func runChecks(ctx context.Context, c client.Client, dc discovery.ServerVersionInterface, host, ns string, now time.Time) []checkResult {
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return []checkResult{{"api-server", checkFail, fmt.Sprintf("%s does not answer: %v (check --kubeconfig/--context and the network)", host, err)}}
+	}
+	results := []checkResult{{"api-server", checkOK, fmt.Sprintf("%s, Kubernetes %s", host, v.GitVersion)}}
+	for _, check := range []struct {
+		name string
+		run  func() (string, string, error)
+	}{
+		{"crds", func() (string, string, error) { return checkCRDs(ctx, c) }},
+		{"server", func() (string, string, error) { return checkLeader(ctx, c, now) }},
+		{"registration", func() (string, string, error) { return checkRegistration(ctx, c) }},
+		{"fleet", func() (string, string, error) { return checkFleet(ctx, c, ns) }},
+		{"bundles", func() (string, string, error) { return checkBundles(ctx, c, ns) }},
+		{"gitrepos", func() (string, string, error) { return checkGitRepos(ctx, c, ns) }},
+		{"hosted-clusters", func() (string, string, error) { return checkHosted(ctx, c, ns) }},
+		{"migrations", func() (string, string, error) { return checkMigrations(ctx, c, ns) }},
+	} {
+		result, detail, err := check.run()
+		switch {
+		case apierrors.IsForbidden(err):
+			result, detail = checkWarn, "not checked: your identity may not read this: "+err.Error()
+		case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+			result, detail = checkFail, "not checked: drover's CRDs are missing ("+err.Error()+")"
+		case err != nil:
+			result, detail = checkFail, "not checked: "+err.Error()
+		}
+		results = append(results, checkResult{check.name, result, detail})
+	}
+	return results
+}
+
+func checkCRDs(ctx context.Context, c client.Client) (string, string, error) {
+	want, err := crds.Load()
+	if err != nil {
+		return "", "", err
+	}
+	var missing, notEstablished []string
+	for _, w := range want {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: w.Name}, crd); apierrors.IsNotFound(err) {
+			missing = append(missing, w.Name)
+			continue
+		} else if err != nil {
+			return "", "", err
+		}
+		established := false
+		for _, cond := range crd.Status.Conditions {
+			established = established || cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue
+		}
+		if !established {
+			notEstablished = append(notEstablished, w.Name)
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		return checkFail, fmt.Sprintf("%d of %d drover CRDs missing: %s (drover server installs them at start unless --install-crds=false; else kubectl apply -f config/crd/bases)",
+			len(missing), len(want), strings.Join(missing, ", ")), nil
+	case len(notEstablished) > 0:
+		return checkFail, fmt.Sprintf("not established: %s (kubectl get crd NAME -o yaml shows why)", strings.Join(notEstablished, ", ")), nil
+	}
+	return checkOK, fmt.Sprintf("%d drover CRDs installed and established", len(want)), nil
+}
+
+func checkLeader(ctx context.Context, c client.Client, now time.Time) (string, string, error) {
+	l := &coordinationv1.Lease{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: server.SystemNamespace, Name: leaderLease}, l)
+	if apierrors.IsNotFound(err) {
+		return checkFail, fmt.Sprintf("no drover server has run here: no Lease %s/%s (install it: docs/install.md)", server.SystemNamespace, leaderLease), nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	holder := ""
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	if holder == "" || l.Spec.RenewTime == nil {
+		return checkFail, fmt.Sprintf("no drover server is running: the last leader released Lease %s/%s (kubectl -n %s get pods)", server.SystemNamespace, leaderLease, server.SystemNamespace), nil
+	}
+	duration := 15 * time.Second
+	if l.Spec.LeaseDurationSeconds != nil {
+		duration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	age := now.Sub(l.Spec.RenewTime.Time).Truncate(time.Second)
+	if age > duration {
+		return checkFail, fmt.Sprintf("leader %s last renewed its lease %s ago (lease: %s): no replica is leading (kubectl -n %s get pods; kubectl -n %s logs deploy/drover)",
+			holder, age, duration, server.SystemNamespace, server.SystemNamespace), nil
+	}
+	return checkOK, fmt.Sprintf("leader %s, lease renewed %s ago", holder, max(age, 0)), nil
+}
+
+func checkRegistration(ctx context.Context, c client.Client) (string, string, error) {
+	ref := regconfig.DefaultRef
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, cm); apierrors.IsNotFound(err) {
+		return checkFail, fmt.Sprintf("no ConfigMap %s/%s: agents cannot find the API server (drover server writes it from --api-server-url; the chart from apiServerURL)", ref.Namespace, ref.Name), nil
+	} else if err != nil {
+		return "", "", err
+	}
+	url := cm.Data[regconfig.KeyAPIServerURL]
+	if url == "" {
+		return checkFail, fmt.Sprintf("ConfigMap %s/%s has no %s: agents cannot register (helm upgrade --set apiServerURL=https://...; docs/install.md)", ref.Namespace, ref.Name, regconfig.KeyAPIServerURL), nil
+	}
+	return checkOK, "agents register at " + url, nil
+}
+
+func checkFleet(ctx context.Context, c client.Client, ns string) (string, string, error) {
+	var l fleetv1alpha1.ClusterList
+	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return "", "", err
+	}
+	var disconnected, waiting []string
+	for i := range l.Items {
+		switch cl := &l.Items[i]; {
+		case cl.Status.Agent.LastSeen == nil:
+			waiting = append(waiting, qualified(cl.Namespace, cl.Name, ns))
+		case !connected(cl):
+			disconnected = append(disconnected, qualified(cl.Namespace, cl.Name, ns))
+		}
+	}
+	if len(disconnected)+len(waiting) == 0 {
+		return checkOK, fmt.Sprintf("%d registered clusters, all connected", len(l.Items)), nil
+	}
+	var parts []string
+	if len(disconnected) > 0 {
+		parts = append(parts, fmt.Sprintf("%d disconnected: %s", len(disconnected), names(disconnected)))
+	}
+	if len(waiting) > 0 {
+		parts = append(parts, fmt.Sprintf("%d never checked in: %s", len(waiting), names(waiting)))
+	}
+	return checkWarn, fmt.Sprintf("%d registered clusters; %s (drover fleet get NAME)", len(l.Items), strings.Join(parts, "; ")), nil
+}
+
+func checkBundles(ctx context.Context, c client.Client, ns string) (string, string, error) {
+	var l fleetv1alpha1.BundleList
+	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return "", "", err
+	}
+	var bad []string
+	for i := range l.Items {
+		b := &l.Items[i]
+		if cond := meta.FindStatusCondition(b.Status.Conditions, "Ready"); cond != nil && cond.Status == "False" && cond.Reason != "Pending" {
+			bad = append(bad, qualified(b.Namespace, b.Name, ns)+" ("+cond.Reason+")")
+		}
+	}
+	if len(bad) == 0 {
+		return checkOK, fmt.Sprintf("%d Bundles, none failing", len(l.Items)), nil
+	}
+	return checkWarn, fmt.Sprintf("%d of %d Bundles not ready: %s (drover bundle status NAME)", len(bad), len(l.Items), names(bad)), nil
+}
+
+func checkGitRepos(ctx context.Context, c client.Client, ns string) (string, string, error) {
+	var l fleetv1alpha1.GitRepoList
+	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return "", "", err
+	}
+	var bad []string
+	for i := range l.Items {
+		g := &l.Items[i]
+		if cond := meta.FindStatusCondition(g.Status.Conditions, "Ready"); cond != nil && cond.Status == "False" {
+			bad = append(bad, qualified(g.Namespace, g.Name, ns)+" ("+cond.Reason+")")
+		}
+	}
+	if len(bad) == 0 {
+		return checkOK, fmt.Sprintf("%d GitRepos, none failing", len(l.Items)), nil
+	}
+	return checkWarn, fmt.Sprintf("%d of %d GitRepos not ready: %s (drover gitrepo get NAME)", len(bad), len(l.Items), names(bad)), nil
+}
+
+func checkHosted(ctx context.Context, c client.Client, ns string) (string, string, error) {
+	var l managementv1alpha1.ClusterList
+	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return "", "", err
+	}
+	var failed []string
+	for i := range l.Items {
+		if h := &l.Items[i]; h.Status.Phase == managementv1alpha1.PhaseFailed {
+			failed = append(failed, qualified(h.Namespace, h.Name, ns))
+		}
+	}
+	if len(failed) == 0 {
+		return checkOK, fmt.Sprintf("%d hosted clusters, none failed", len(l.Items)), nil
+	}
+	return checkWarn, fmt.Sprintf("%d of %d hosted clusters failed: %s (drover cluster get NAME)", len(failed), len(l.Items), names(failed)), nil
+}
+
+func checkMigrations(ctx context.Context, c client.Client, ns string) (string, string, error) {
+	var l migrationv1alpha1.CloudProviderMigrationList
+	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return "", "", err
+	}
+	var failed []string
+	for i := range l.Items {
+		if m := &l.Items[i]; m.Status.Phase == migrationv1alpha1.PhaseFailed {
+			failed = append(failed, qualified(m.Namespace, m.Name, ns))
+		}
+	}
+	if len(failed) == 0 {
+		return checkOK, fmt.Sprintf("%d migrations, none failed", len(l.Items)), nil
+	}
+	return checkWarn, fmt.Sprintf("%d of %d migrations failed: %s (drover migrate get NAME)", len(failed), len(l.Items), names(failed)), nil
+}
+
+// qualified is namespace/name when checking every namespace, else the name.
+func qualified(namespace, name, scope string) string {
+	if scope != "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// names lists at most 5 names, then how many more.
+func names(all []string) string {
+	slices.Sort(all)
+	if len(all) <= 5 {
+		return strings.Join(all, ", ")
+	}
+	return strings.Join(all[:5], ", ") + fmt.Sprintf(" and %d more", len(all)-5)
+}
+
+func countResults(results []checkResult, result string) int {
+	n := 0
+	for _, r := range results {
+		if r.Result == result {
+			n++
+		}
+	}
+	return n
+}
+
+func printChecks(w io.Writer, format string, results []checkResult) error {
+	if format == "json" {
+		b, err := json.MarshalIndent(results, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Check, r.Result, r.Detail)
+	}
+	return tw.Flush()
+}

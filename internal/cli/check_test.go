@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/crds"
+	regconfig "github.com/droverhq/drover/internal/registration/config"
+	"github.com/droverhq/drover/internal/server"
+)
+
+// TestCheck: drover check against a real API server. Without a server's leader lease and
+// registration settings it fails (exit 3) naming what is missing and what to do; with a fresh
+// lease and an API server URL it passes, and lists, as warnings that keep exit 0, the fleet's
+// disconnected and never-seen agents, failing Bundles and failed hosted clusters of -n; a stale
+// or released lease fails; an unreachable API server fails without running the rest.
+func TestCheck(t *testing.T) {
+	ctx := t.Context()
+	kc := mgmtKubeconfig(t)
+	c := mgmt.Client
+	ns := mgmt.Namespace(t)
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: server.SystemNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: server.SystemNamespace, Name: leaderLease}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: regconfig.DefaultRef.Namespace, Name: regconfig.DefaultRef.Name}}
+	for _, o := range []client.Object{lease, cm} {
+		if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(t *testing.T, args ...string) (map[string]checkResult, string, error) {
+		t.Helper()
+		out, _, err := drover(ctx, append([]string{"check", "--kubeconfig", kc, "-n", ns, "-o", "json"}, args...)...)
+		var results []checkResult
+		if jerr := json.Unmarshal([]byte(out), &results); jerr != nil {
+			t.Fatalf("-o json: %v\n%s", jerr, out)
+		}
+		byName := map[string]checkResult{}
+		for _, r := range results {
+			byName[r.Check] = r
+		}
+		return byName, out, err
+	}
+	expect := func(t *testing.T, got map[string]checkResult, name, result string, details ...string) {
+		t.Helper()
+		r, ok := got[name]
+		if !ok || r.Result != result {
+			t.Errorf("%s: %+v, want result %s", name, r, result)
+		}
+		for _, d := range details {
+			if !strings.Contains(r.Detail, d) {
+				t.Errorf("%s: detail %q does not say %q", name, r.Detail, d)
+			}
+		}
+	}
+
+	t.Run("no server", func(t *testing.T) {
+		got, out, err := check(t)
+		if ExitCode(err) != ExitNotReady {
+			t.Fatalf("exit %d (%v), want %d\n%s", ExitCode(err), err, ExitNotReady, out)
+		}
+		all, lerr := crds.Load()
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		expect(t, got, "api-server", checkOK, mgmt.Config.Host, "Kubernetes v")
+		expect(t, got, "crds", checkOK, fmt.Sprintf("%d drover CRDs installed and established", len(all)))
+		expect(t, got, "server", checkFail, "no drover server has run here", leaderLease)
+		expect(t, got, "registration", checkFail, "agents cannot find the API server", "--api-server-url")
+		expect(t, got, "fleet", checkOK, "0 registered clusters")
+	})
+
+	// A running server's lease, and its registration settings without a URL.
+	lease.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To("drover-7d9c_1a2b"), LeaseDurationSeconds: ptr.To[int32](15),
+		RenewTime: &metav1.MicroTime{Time: time.Now()}}
+	cm.Data = map[string]string{regconfig.KeyAPIServerURL: ""}
+	for _, o := range []client.Object{lease, cm} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("no API server URL", func(t *testing.T) {
+		got, _, err := check(t)
+		if ExitCode(err) != ExitNotReady {
+			t.Fatalf("exit %d (%v), want %d", ExitCode(err), err, ExitNotReady)
+		}
+		expect(t, got, "server", checkOK, "leader drover-7d9c_1a2b")
+		expect(t, got, "registration", checkFail, "has no apiServerURL", "helm upgrade --set apiServerURL=")
+	})
+
+	cm.Data[regconfig.KeyAPIServerURL] = "https://mgmt.example.com:6443"
+	if err := c.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	// The fleet: one connected, one disconnected, one never seen; a failing and a pending Bundle;
+	// a failed hosted cluster.
+	now, old := metav1.Now(), metav1.NewTime(time.Now().Add(-time.Hour))
+	for name, st := range map[string]fleetv1alpha1.ClusterStatus{
+		"edge-ok":   {Agent: fleetv1alpha1.AgentStatus{LastSeen: &now}, Conditions: []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Succeeded", LastTransitionTime: now}}},
+		"edge-gone": {Agent: fleetv1alpha1.AgentStatus{LastSeen: &old}, Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: fleetv1alpha1.ReasonAgentDisconnected, LastTransitionTime: now}}},
+		"edge-new":  {},
+	} {
+		fc := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := c.Create(ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+		fc.Status = st
+		if err := c.Status().Update(ctx, fc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, reason := range map[string]string{"web": "ApplyFailed", "new": "Pending"} {
+		b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: fleetv1alpha1.BundleSpec{Targets: []fleetv1alpha1.BundleTarget{{ClusterName: "edge-ok"}}}}
+		if err := c.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		b.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: "False", Reason: reason, Message: "m", LastTransitionTime: now}}
+		if err := c.Status().Update(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-east"}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{DisplayName: "a", Region: "us-east-1", CredentialSecret: "aws"}}}
+	if err := c.Create(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	h.Status.Phase = v1.PhaseFailed
+	if err := c.Status().Update(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("healthy server, fleet needs attention", func(t *testing.T) {
+		got, out, err := check(t)
+		if err != nil {
+			t.Fatalf("exit %d (%v): warnings alone must not fail\n%s", ExitCode(err), err, out)
+		}
+		expect(t, got, "registration", checkOK, "https://mgmt.example.com:6443")
+		expect(t, got, "fleet", checkWarn, "3 registered clusters", "1 disconnected: edge-gone", "1 never checked in: edge-new")
+		expect(t, got, "bundles", checkWarn, "1 of 2 Bundles not ready: web (ApplyFailed)")
+		expect(t, got, "hosted-clusters", checkWarn, "1 of 1 hosted clusters failed: prod-east", "drover cluster get")
+		expect(t, got, "gitrepos", checkOK)
+		expect(t, got, "migrations", checkOK)
+		if strings.Contains(got["fleet"].Detail, "edge-ok") {
+			t.Errorf("fleet names the connected cluster: %s", got["fleet"].Detail)
+		}
+		// The table, as a person reads it.
+		table, _, err := drover(ctx, "check", "--kubeconfig", kc, "-n", ns)
+		if err != nil || !strings.HasPrefix(table, "CHECK") || !strings.Contains(table, "fleet") || !strings.Contains(table, "warn") {
+			t.Errorf("table: %v\n%s", err, table)
+		}
+	})
+
+	t.Run("stale lease", func(t *testing.T) {
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(-2 * time.Minute)}
+		if err := c.Update(ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := check(t)
+		if ExitCode(err) != ExitNotReady {
+			t.Fatalf("exit %d (%v), want %d", ExitCode(err), err, ExitNotReady)
+		}
+		expect(t, got, "server", checkFail, "leader drover-7d9c_1a2b last renewed its lease 2m0s ago", "kubectl -n drover-system get pods")
+	})
+
+	t.Run("released lease", func(t *testing.T) {
+		lease.Spec.HolderIdentity = ptr.To("")
+		if err := c.Update(ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := check(t)
+		if ExitCode(err) != ExitNotReady {
+			t.Fatalf("exit %d (%v), want %d", ExitCode(err), err, ExitNotReady)
+		}
+		expect(t, got, "server", checkFail, "no drover server is running")
+	})
+
+	t.Run("unreachable", func(t *testing.T) {
+		dead := kubeconfigFor(t, &rest.Config{Host: "https://127.0.0.1:1"}, filepath.Join(t.TempDir(), "kubeconfig"))
+		out, _, err := drover(context.Background(), "check", "--kubeconfig", dead, "-o", "json")
+		if ExitCode(err) != ExitNotReady || !strings.Contains(out, "does not answer") || strings.Contains(out, `"crds"`) {
+			t.Errorf("exit %d (%v), want %d and only the api-server check\n%s", ExitCode(err), err, ExitNotReady, out)
+		}
+	})
+
+	t.Run("bad output", func(t *testing.T) {
+		if _, _, err := drover(ctx, "check", "--kubeconfig", kc, "-o", "yaml"); ExitCode(err) != ExitUsage {
+			t.Errorf("-o yaml: exit %d (%v), want %d", ExitCode(err), err, ExitUsage)
+		}
+	})
+}
