@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -10,6 +11,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -108,6 +110,10 @@ func TestDemo(t *testing.T) {
 	// to do, shown on the dashboard.
 	eventually(t, 90*time.Second, func() error { return demoMigrationOutcome(t, c, s.out.String()) })
 	t.Logf("migrations finished %s after drover server --demo started", time.Since(start).Round(100*time.Millisecond))
+
+	// drover check, as the README tells a user to run it, sees the running server's lease and
+	// settings, and the failed migration as the one thing needing attention.
+	demoCheck(t, kubeconfig)
 
 	// The domain metrics, scraped from the server's listener, agree with the objects.
 	eventually(t, 30*time.Second, func() error { return demoMetrics(t, c, metricsAddr) })
@@ -573,5 +579,35 @@ z{a="q\"uo,te}"} 7 1700000000
 		if got, ok := m.value(tc.name, tc.labels); !ok || got != tc.want {
 			t.Errorf("%s%v = %v, %v; want %v", tc.name, tc.labels, got, ok, tc.want)
 		}
+	}
+}
+
+// demoCheck runs drover check on the demo: drover is healthy (exit 0; CRDs, the server's leader
+// Lease, the registration URL all ok), the fleet and its Bundle are fine, and the migration
+// failing on purpose is a warning naming it.
+func demoCheck(t *testing.T, kubeconfig string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), droverBin, "check", "--kubeconfig", kubeconfig, "-n", demoNS, "-o", "json")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("drover check: %v\n%s", err, out)
+	}
+	var results []struct{ Check, Result, Detail string }
+	if err := json.Unmarshal(out, &results); err != nil {
+		t.Fatalf("drover check -o json: %v\n%s", err, out)
+	}
+	want := map[string]string{"api-server": "ok", "crds": "ok", "server": "ok", "registration": "ok", "fleet": "ok",
+		"bundles": "ok", "gitrepos": "ok", "hosted-clusters": "ok", "migrations": "warn"}
+	for _, r := range results {
+		if want[r.Check] != r.Result {
+			t.Errorf("drover check %s: %s (%s), want %s", r.Check, r.Result, r.Detail, want[r.Check])
+		}
+		delete(want, r.Check)
+		if r.Check == "migrations" && !strings.Contains(r.Detail, demoMigrationFails) {
+			t.Errorf("drover check migrations: %q does not name %s", r.Detail, demoMigrationFails)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("drover check did not run %v", want)
 	}
 }
