@@ -41,13 +41,10 @@ type Options struct {
 	AgentImage string
 }
 
-// Setup adds the bundle and content-access controllers to mgr.
+// Setup adds the bundle controllers to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, Recorder: mgr.GetEventRecorder("drover-bundle")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up bundle controller: %w", err)
-	}
-	if err := (&content.AccessReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up bundle content access controller: %w", err)
 	}
 	if opts.ManageAgents {
 		if err := (&agentmgmt.Reconciler{Client: mgr.GetClient(), AgentImage: opts.AgentImage}).SetupWithManager(mgr); err != nil {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/registration/access"
 	"github.com/droverhq/drover/internal/registration/cluster"
 	"github.com/droverhq/drover/internal/registration/clusterregistration"
 	"github.com/droverhq/drover/internal/registration/config"
@@ -67,6 +68,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, c client.Client, opts Options)
 		RenewalTokenTTL: opts.RenewalTokenTTL, Recorder: recorder,
 		AnswerTTL: opts.AnswerTTL, ReaderWindow: opts.ReaderWindow}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("set up clusterregistration controller: %w", err)
+	}
+	if err := (&access.Reconciler{Client: mc}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up cluster access controller: %w", err)
 	}
 	if err := (&importer.Reconciler{Client: mc, APIReader: reader, Config: opts.Config, AgentImage: opts.AgentImage}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("set up import controller: %w", err)

@@ -1,7 +1,7 @@
 // Package content stores a Bundle's content once per distinct content, in content-addressed
-// BundleContents of the Bundle's namespace, deletes those no Bundle lists any more, and keeps
-// each cluster's right to read exactly the BundleContents its BundleDeployments reference
-// (AccessReconciler, the one writer of the rules of that Role).
+// BundleContents of the Bundle's namespace, and deletes those no Bundle lists any more. Each
+// cluster's right to read exactly the BundleContents its BundleDeployments reference is
+// registration's (internal/registration/access), which owns every Role of a cluster's identities.
 package content
 
 import (

@@ -316,9 +316,9 @@ func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.
 		patched := cluster.DeepCopy() // the patch writes its response back
 		g.Go(func() error { return kube.PatchStatus(gctx, r.Client, patched, clusterBefore) })
 	}
-	// The agent's right to patch its Cluster's status (and, filled in by the bundle controller,
-	// to read its BundleContents). The Role is created when missing, never overwritten: the
-	// bundle controller owns its rules from then on.
+	// The agent's right to patch its Cluster's status (and, filled in by the access controller,
+	// internal/registration/access, to read its BundleContents). The Role is created when
+	// missing, never overwritten: the access controller keeps its rules from then on.
 	labels, accessRole := clusterctrl.Labels(cluster), names.ClusterAccessRole(cluster.Name)
 	sa := cr.Name
 	// The Role before its binding: without the bind right the API server refuses a binding to a

@@ -1,4 +1,9 @@
-package content
+// Package access keeps each registered cluster's workspace access Role, names.ClusterAccessRole:
+// its agent's right to patch its Cluster's status and to get exactly the BundleContents its
+// BundleDeployments reference. Registration owns every Role of a cluster's identities; this is
+// the one that follows the cluster's work (the clusterregistration controller creates it, with
+// the status rule, before binding it at the grant).
+package access
 
 import (
 	"context"
@@ -20,13 +25,14 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	clusterctrl "github.com/droverhq/drover/internal/registration/cluster"
+	"github.com/droverhq/drover/internal/registration/internal/kube"
 	"github.com/droverhq/drover/internal/registration/names"
 )
 
-// AccessReconciler keeps, per Cluster, the rules of the Role names.ClusterAccessRole in
-// the workspace namespace: the agent's status rule plus get on exactly the BundleContents the
-// cluster's BundleDeployments reference. Registration creates and binds it.
-type AccessReconciler struct {
+// Reconciler keeps, per Cluster, the rules of the Role names.ClusterAccessRole in the workspace
+// namespace: the agent's status rule plus get on exactly the BundleContents the cluster's
+// BundleDeployments reference.
+type Reconciler struct {
 	Client client.Client
 
 	mu      sync.Mutex
@@ -39,10 +45,10 @@ type AccessReconciler struct {
 type written struct{ key, resourceVersion string }
 
 // SetupWithManager registers the controller.
-func (r *AccessReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.applied = map[client.ObjectKey]written{}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("bundlecontentaccess").
+		Named("clusteraccess").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		Watches(&fleetv1alpha1.BundleDeployment{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			l := o.GetLabels()
@@ -71,7 +77,7 @@ func (r *AccessReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles,verbs=get;list;watch;create;update;patch
 
 // Reconcile writes the cluster's access Role.
-func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &fleetv1alpha1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -117,7 +123,7 @@ func (r *AccessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		role.WithRules(rbacv1ac.PolicyRule().WithAPIGroups(rule.APIGroups...).WithResources(rule.Resources...).
 			WithResourceNames(rule.ResourceNames...).WithVerbs(rule.Verbs...))
 	}
-	if err := r.Client.Apply(ctx, role, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := r.Client.Apply(ctx, role, client.FieldOwner(kube.FieldOwner), client.ForceOwnership); err != nil {
 		return ctrl.Result{}, fmt.Errorf("apply cluster access role: %w", err)
 	}
 	r.mu.Lock()
