@@ -16,6 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -235,17 +236,14 @@ func checkBundles(ctx context.Context, c client.Client, ns string) (string, stri
 	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
 		return "", "", err
 	}
-	var bad []string
-	for i := range l.Items {
-		b := &l.Items[i]
-		if cond := meta.FindStatusCondition(b.Status.Conditions, "Ready"); cond != nil && cond.Status == "False" && cond.Reason != "Pending" {
-			bad = append(bad, qualified(b.Namespace, b.Name, ns)+" ("+cond.Reason+")")
+	bad := failing(l.Items, ns, func(b *fleetv1alpha1.Bundle) string {
+		// Pending is a rollout on its way, not trouble.
+		if cond := meta.FindStatusCondition(b.Status.Conditions, "Ready"); cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason != "Pending" {
+			return cond.Reason
 		}
-	}
-	if len(bad) == 0 {
-		return checkOK, fmt.Sprintf("%d Bundles, none failing", len(l.Items)), nil
-	}
-	return checkWarn, fmt.Sprintf("%d of %d Bundles not ready: %s (drover bundle status NAME)", len(bad), len(l.Items), names(bad)), nil
+		return ""
+	})
+	return verdict(len(l.Items), bad, "Bundles", "failing", "not ready", "drover bundle status NAME")
 }
 
 func checkGitRepos(ctx context.Context, c client.Client, ns string) (string, string, error) {
@@ -253,17 +251,13 @@ func checkGitRepos(ctx context.Context, c client.Client, ns string) (string, str
 	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
 		return "", "", err
 	}
-	var bad []string
-	for i := range l.Items {
-		g := &l.Items[i]
-		if cond := meta.FindStatusCondition(g.Status.Conditions, "Ready"); cond != nil && cond.Status == "False" {
-			bad = append(bad, qualified(g.Namespace, g.Name, ns)+" ("+cond.Reason+")")
+	bad := failing(l.Items, ns, func(g *fleetv1alpha1.GitRepo) string {
+		if cond := meta.FindStatusCondition(g.Status.Conditions, "Ready"); cond != nil && cond.Status == metav1.ConditionFalse {
+			return cond.Reason
 		}
-	}
-	if len(bad) == 0 {
-		return checkOK, fmt.Sprintf("%d GitRepos, none failing", len(l.Items)), nil
-	}
-	return checkWarn, fmt.Sprintf("%d of %d GitRepos not ready: %s (drover gitrepo get NAME)", len(bad), len(l.Items), names(bad)), nil
+		return ""
+	})
+	return verdict(len(l.Items), bad, "GitRepos", "failing", "not ready", "drover gitrepo get NAME")
 }
 
 func checkHosted(ctx context.Context, c client.Client, ns string) (string, string, error) {
@@ -271,16 +265,10 @@ func checkHosted(ctx context.Context, c client.Client, ns string) (string, strin
 	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
 		return "", "", err
 	}
-	var failed []string
-	for i := range l.Items {
-		if h := &l.Items[i]; h.Status.Phase == managementv1alpha1.PhaseFailed {
-			failed = append(failed, qualified(h.Namespace, h.Name, ns))
-		}
-	}
-	if len(failed) == 0 {
-		return checkOK, fmt.Sprintf("%d hosted clusters, none failed", len(l.Items)), nil
-	}
-	return checkWarn, fmt.Sprintf("%d of %d hosted clusters failed: %s (drover cluster get NAME)", len(failed), len(l.Items), names(failed)), nil
+	bad := failing(l.Items, ns, func(h *managementv1alpha1.Cluster) string {
+		return when(h.Status.Phase == managementv1alpha1.PhaseFailed)
+	})
+	return verdict(len(l.Items), bad, "hosted clusters", "failed", "failed", "drover cluster get NAME")
 }
 
 func checkMigrations(ctx context.Context, c client.Client, ns string) (string, string, error) {
@@ -288,16 +276,46 @@ func checkMigrations(ctx context.Context, c client.Client, ns string) (string, s
 	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
 		return "", "", err
 	}
-	var failed []string
-	for i := range l.Items {
-		if m := &l.Items[i]; m.Status.Phase == migrationv1alpha1.PhaseFailed {
-			failed = append(failed, qualified(m.Namespace, m.Name, ns))
+	bad := failing(l.Items, ns, func(m *migrationv1alpha1.CloudProviderMigration) string {
+		return when(m.Status.Phase == migrationv1alpha1.PhaseFailed)
+	})
+	return verdict(len(l.Items), bad, "migrations", "failed", "failed", "drover migrate get NAME")
+}
+
+// failing names the items for which why says something ("-" for no detail), with the detail
+// in parentheses.
+func failing[T any, PT interface {
+	*T
+	client.Object
+}](items []T, ns string, why func(PT) string) []string {
+	var out []string
+	for i := range items {
+		o := PT(&items[i])
+		switch w := why(o); w {
+		case "":
+		case "-":
+			out = append(out, qualified(o.GetNamespace(), o.GetName(), ns))
+		default:
+			out = append(out, qualified(o.GetNamespace(), o.GetName(), ns)+" ("+w+")")
 		}
 	}
-	if len(failed) == 0 {
-		return checkOK, fmt.Sprintf("%d migrations, none failed", len(l.Items)), nil
+	return out
+}
+
+// when is failing's "-" when bad.
+func when(bad bool) string {
+	if bad {
+		return "-"
 	}
-	return checkWarn, fmt.Sprintf("%d of %d migrations failed: %s (drover migrate get NAME)", len(failed), len(l.Items), names(failed)), nil
+	return ""
+}
+
+// verdict is a warning naming the bad ones, or ok.
+func verdict(total int, bad []string, noun, noneAre, are, hint string) (string, string, error) {
+	if len(bad) == 0 {
+		return checkOK, fmt.Sprintf("%d %s, none %s", total, noun, noneAre), nil
+	}
+	return checkWarn, fmt.Sprintf("%d of %d %s %s: %s (%s)", len(bad), total, noun, are, names(bad), hint), nil
 }
 
 // qualified is namespace/name when checking every namespace, else the name.
