@@ -23,6 +23,7 @@ import (
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
+	"github.com/droverhq/drover/internal/agent/manifests"
 	"github.com/droverhq/drover/internal/crds"
 	regconfig "github.com/droverhq/drover/internal/registration/config"
 	"github.com/droverhq/drover/internal/server"
@@ -210,16 +211,31 @@ func checkFleet(ctx context.Context, c client.Client, ns string) (string, string
 		return "", "", err
 	}
 	var disconnected, waiting []string
+	versions := map[string]int{} // of the agents that checked in
 	for i := range l.Items {
-		switch cl := &l.Items[i]; {
+		cl := &l.Items[i]
+		if cl.Status.Agent.LastSeen != nil {
+			versions[manifests.AgentVersion(cl)]++
+		}
+		switch {
 		case cl.Status.Agent.LastSeen == nil:
 			waiting = append(waiting, qualified(cl.Namespace, cl.Name, ns))
 		case !connected(cl):
 			disconnected = append(disconnected, qualified(cl.Namespace, cl.Name, ns))
 		}
 	}
+	// Several agent versions: an upgrade on its way, or agents it did not reach.
+	mixed := ""
+	if len(versions) > 1 {
+		var vs []string
+		for v, n := range versions {
+			vs = append(vs, fmt.Sprintf("%s (%d)", v, n))
+		}
+		slices.Sort(vs)
+		mixed = "; agents run " + strings.Join(vs, ", ")
+	}
 	if len(disconnected)+len(waiting) == 0 {
-		return checkOK, fmt.Sprintf("%d registered clusters, all connected", len(l.Items)), nil
+		return checkOK, fmt.Sprintf("%d registered clusters, all connected%s", len(l.Items), mixed), nil
 	}
 	var parts []string
 	if len(disconnected) > 0 {
@@ -228,7 +244,7 @@ func checkFleet(ctx context.Context, c client.Client, ns string) (string, string
 	if len(waiting) > 0 {
 		parts = append(parts, fmt.Sprintf("%d never checked in: %s", len(waiting), names(waiting)))
 	}
-	return checkWarn, fmt.Sprintf("%d registered clusters; %s (drover fleet get NAME)", len(l.Items), strings.Join(parts, "; ")), nil
+	return checkWarn, fmt.Sprintf("%d registered clusters; %s (drover fleet get NAME)%s", len(l.Items), strings.Join(parts, "; "), mixed), nil
 }
 
 func checkBundles(ctx context.Context, c client.Client, ns string) (string, string, error) {

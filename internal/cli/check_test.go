@@ -112,9 +112,11 @@ func TestCheck(t *testing.T) {
 	// a failed hosted cluster.
 	now, old := metav1.Now(), metav1.NewTime(time.Now().Add(-time.Hour))
 	for name, st := range map[string]fleetv1alpha1.ClusterStatus{
-		"edge-ok":   {Agent: fleetv1alpha1.AgentStatus{LastSeen: &now}, Conditions: []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Succeeded", LastTransitionTime: now}}},
-		"edge-gone": {Agent: fleetv1alpha1.AgentStatus{LastSeen: &old}, Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: fleetv1alpha1.ReasonAgentDisconnected, LastTransitionTime: now}}},
-		"edge-new":  {},
+		"edge-ok": {Agent: fleetv1alpha1.AgentStatus{LastSeen: &now, Version: "v1.3.0"},
+			Conditions: []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Succeeded", LastTransitionTime: now}}},
+		"edge-gone": {Agent: fleetv1alpha1.AgentStatus{LastSeen: &old, Version: "v1.2.0"},
+			Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: fleetv1alpha1.ReasonAgentDisconnected, LastTransitionTime: now}}},
+		"edge-new": {},
 	} {
 		fc := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		if err := c.Create(ctx, fc); err != nil {
@@ -149,7 +151,8 @@ func TestCheck(t *testing.T) {
 			t.Fatalf("exit %d (%v): warnings alone must not fail\n%s", ExitCode(err), err, out)
 		}
 		expect(t, got, "registration", checkOK, "https://mgmt.example.com:6443")
-		expect(t, got, "fleet", checkWarn, "3 registered clusters", "1 disconnected: edge-gone", "1 never checked in: edge-new")
+		expect(t, got, "fleet", checkWarn, "3 registered clusters", "1 disconnected: edge-gone", "1 never checked in: edge-new",
+			"agents run v1.2.0 (1), v1.3.0 (1)")
 		expect(t, got, "bundles", checkWarn, "1 of 2 Bundles not ready: web (ApplyFailed)")
 		expect(t, got, "hosted-clusters", checkWarn, "1 of 1 hosted clusters failed: prod-east", "drover cluster get")
 		expect(t, got, "gitrepos", checkOK)

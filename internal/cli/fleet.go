@@ -71,7 +71,7 @@ var fleetColumns = []column[*fleetv1alpha1.Cluster]{
 	{name: "READY", cell: func(c *fleetv1alpha1.Cluster) string { return condStatusOf(c.Status.Conditions, "Ready") }},
 	{name: "CONNECTED", cell: func(c *fleetv1alpha1.Cluster) string { return fmt.Sprint(connected(c)) }},
 	{name: "LAST SEEN", cell: func(c *fleetv1alpha1.Cluster) string { return ago(c.Status.Agent.LastSeen) }},
-	{name: "AGENT", cell: agentVersion},
+	{name: "AGENT", cell: manifests.AgentVersion},
 	{name: "LABELS", wide: true, cell: func(c *fleetv1alpha1.Cluster) string { return orDash(labelString(c.Labels)) }},
 	{name: "CLUSTER NAMESPACE", wide: true, cell: func(c *fleetv1alpha1.Cluster) string { return orDash(c.Status.Namespace) }},
 }
@@ -80,18 +80,6 @@ var fleetColumns = []column[*fleetv1alpha1.Cluster]{
 // its --agent-disconnect-after), not a window of the CLI's own: both must say the same.
 func connected(c *fleetv1alpha1.Cluster) bool {
 	return c.Status.Agent.LastSeen != nil && !cluster.Disconnected(c)
-}
-
-// agentVersion is the tag of the agent image the cluster runs (the server's own by default).
-func agentVersion(c *fleetv1alpha1.Cluster) string {
-	img := c.Spec.AgentImage
-	if img == "" {
-		img = manifests.DefaultImage()
-	}
-	if i := strings.LastIndex(img, ":"); i >= 0 && !strings.Contains(img[i:], "/") {
-		return img[i+1:]
-	}
-	return img
 }
 
 func labelString(l map[string]string) string {
@@ -111,7 +99,7 @@ func printFleetCluster(out io.Writer, c *fleetv1alpha1.Cluster) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "Cluster:\t%s/%s\n", c.Namespace, c.Name)
 	fmt.Fprintf(w, "Connected:\t%v (last seen %s)\n", connected(c), ago(c.Status.Agent.LastSeen))
-	fmt.Fprintf(w, "Agent:\t%s in namespace %s\n", agentVersion(c), orDash(c.Status.Agent.Namespace))
+	fmt.Fprintf(w, "Agent:\t%s in namespace %s\n", manifests.AgentVersion(c), orDash(c.Status.Agent.Namespace))
 	fmt.Fprintf(w, "Labels:\t%s\n", orDash(labelString(c.Labels)))
 	fmt.Fprintf(w, "Cluster namespace:\t%s\n", orDash(c.Status.Namespace))
 	for _, cond := range c.Status.Conditions {

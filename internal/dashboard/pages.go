@@ -489,7 +489,7 @@ func (h *Handler) fleetList(ctx context.Context, _ *http.Request, _ *viewer, s *
 	now := h.opts.Now()
 	rows := make([]fleetRow, 0, len(clusters))
 	for _, c := range m.clusters {
-		row := fleetRow{Namespace: c.Namespace, Name: c.Name, LastSeen: ago(now, c.Status.Agent.LastSeen), Agent: agentVersion(c),
+		row := fleetRow{Namespace: c.Namespace, Name: c.Name, LastSeen: ago(now, c.Status.Agent.LastSeen), Agent: manifests.AgentVersion(c),
 			Labels: labelList(c.Labels)}
 		row.State, row.StateMessage = connState(c), readyMessage(c)
 		for _, b := range m.columns {
@@ -525,18 +525,6 @@ func readyMessage(c *fleetv1alpha1.Cluster) string {
 		return cond.Reason + ": " + cond.Message
 	}
 	return ""
-}
-
-// agentVersion is the tag of the agent image the cluster runs (the server's own by default).
-func agentVersion(c *fleetv1alpha1.Cluster) string {
-	img := c.Spec.AgentImage
-	if img == "" {
-		img = manifests.DefaultImage()
-	}
-	if i := strings.LastIndex(img, ":"); i >= 0 && !strings.Contains(img[i:], "/") {
-		return img[i+1:]
-	}
-	return img
 }
 
 // --- Bundles matrix ---

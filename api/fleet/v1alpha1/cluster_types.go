@@ -82,6 +82,11 @@ type AgentStatus struct {
 	// Namespace is the agent's downstream namespace.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
+	// Version is the version of the running agent, as it reports it with each heartbeat (empty:
+	// an agent older than this field).
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Version string `json:"version,omitempty"`
 }
 
 // ClusterStatus is the observed state of a registered cluster.

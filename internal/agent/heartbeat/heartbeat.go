@@ -1,5 +1,6 @@
-// Package heartbeat checks the agent in: it patches Cluster.status.agent.lastSeen with the
-// request identity, which may patch its own Cluster's status and nothing more.
+// Package heartbeat checks the agent in: it patches Cluster.status.agent (lastSeen, and the
+// agent's namespace and version) with the request identity, which may patch its own Cluster's
+// status and nothing more.
 package heartbeat
 
 import (
@@ -14,12 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/version"
 )
 
 // Beat patches the Cluster's agent status once.
 func Beat(ctx context.Context, c client.Client, workspace, cluster, agentNamespace string, now time.Time) error {
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"agent": fleetv1alpha1.AgentStatus{
-		LastSeen: ptrTime(now), Namespace: agentNamespace,
+		LastSeen: ptrTime(now), Namespace: agentNamespace, Version: version.Get().Version,
 	}}})
 	if err != nil {
 		return fmt.Errorf("encode heartbeat: %w", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,23 @@ const (
 // so agents run the version of the server that deploys them (drover server --agent-image
 // overrides it).
 func DefaultImage() string { return version.Image() }
+
+// AgentVersion is the version c's agent reports with its heartbeats, else (an agent older than
+// that report, or none yet) the tag of the image drover deploys to it: spec.agentImage, else
+// DefaultImage().
+func AgentVersion(c *fleetv1alpha1.Cluster) string {
+	if v := c.Status.Agent.Version; v != "" {
+		return v
+	}
+	img := c.Spec.AgentImage
+	if img == "" {
+		img = DefaultImage()
+	}
+	if i := strings.LastIndex(img, ":"); i >= 0 && !strings.Contains(img[i:], "/") {
+		return img[i+1:]
+	}
+	return img
+}
 
 // Options configure an agent installation.
 type Options struct {

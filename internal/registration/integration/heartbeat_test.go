@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/heartbeat"
+	"github.com/droverhq/drover/internal/version"
 )
 
 // TestHeartbeatWaitsForStatusRight runs the agent's heartbeat as a real request identity that
@@ -95,6 +97,10 @@ func TestHeartbeatWaitsForStatusRight(t *testing.T) {
 		got := getCluster(t, ws, "hb")
 		if got.Status.Agent.LastSeen == nil {
 			return errors.New("no heartbeat yet")
+		}
+		// The beat says which agent runs there.
+		if v := got.Status.Agent.Version; v != version.Get().Version {
+			return fmt.Errorf("status.agent.version %q, want the agent's %q", v, version.Get().Version)
 		}
 		return nil
 	})
