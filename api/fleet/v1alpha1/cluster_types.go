@@ -83,8 +83,10 @@ type AgentStatus struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	// Version is the version of the running agent, as it reports it with each heartbeat (empty:
-	// an agent older than this field).
+	// an agent older than this field). The characters of a version only: it is printed in
+	// terminals and pages, and the agent's identity writes it.
 	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._+-]*$`
 	// +optional
 	Version string `json:"version,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +22,7 @@ import (
 // Beat patches the Cluster's agent status once.
 func Beat(ctx context.Context, c client.Client, workspace, cluster, agentNamespace string, now time.Time) error {
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"agent": fleetv1alpha1.AgentStatus{
-		LastSeen: ptrTime(now), Namespace: agentNamespace, Version: version.Get().Version,
+		LastSeen: ptrTime(now), Namespace: agentNamespace, Version: reportedVersion(version.Get().Version),
 	}}})
 	if err != nil {
 		return fmt.Errorf("encode heartbeat: %w", err)
@@ -32,6 +33,18 @@ func Beat(ctx context.Context, c client.Client, workspace, cluster, agentNamespa
 		return fmt.Errorf("heartbeat for cluster %s/%s: %w", workspace, cluster, err)
 	}
 	return nil
+}
+
+// versionChars is what the Cluster CRD accepts in status.agent.version.
+var versionChars = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$`)
+
+// reportedVersion is v, or nothing when the CRD would refuse it: a build with an odd version
+// string must not lose its heartbeats.
+func reportedVersion(v string) string {
+	if versionChars.MatchString(v) {
+		return v
+	}
+	return ""
 }
 
 // RightsGrace is how long after it starts Run retries a Forbidden beat while the credential
