@@ -92,8 +92,16 @@ type AgentStatus struct {
 }
 
 // ClusterStatus is the observed state of a registered cluster.
+//
+// The agent's identity may patch its Cluster's status (to check in), so the namespace drover
+// derives for the cluster cannot be changed or removed once set: a compromised agent pointing it
+// at another cluster's namespace would have drover move that cluster's BundleDeployments and
+// content rights to it.
+// +kubebuilder:validation:XValidation:rule="has(self.namespace) || !has(oldSelf.namespace)",message="status.namespace cannot change once set: it is the cluster's namespace, derived by drover"
 type ClusterStatus struct {
 	// Namespace is the cluster namespace holding this cluster's BundleDeployments.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="status.namespace cannot change once set: it is the cluster's namespace, derived by drover"
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	// Conditions: Ready (namespace and RBAC in place), Imported (manager-initiated only).

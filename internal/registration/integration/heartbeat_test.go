@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -104,6 +105,18 @@ func TestHeartbeatWaitsForStatusRight(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The status right is the agent's to check in, not to move its cluster: a compromised agent
+	// cannot point status.namespace at another cluster's namespace, nor remove it.
+	for _, patch := range []string{`{"status":{"namespace":"cluster-someone-else"}}`, `{"status":{"namespace":null}}`} {
+		err := req.Status().Patch(ctx, &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "hb"}}, client.RawPatch(types.MergePatchType, []byte(patch)))
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "status.namespace cannot change once set") {
+			t.Errorf("the agent's identity patched %s: %v, want it refused as invalid", patch, err)
+		}
+	}
+	if got := getCluster(t, ws, "hb"); got.Status.Namespace == "" || got.Status.Namespace == "cluster-someone-else" {
+		t.Errorf("status.namespace is %q after the agent's attempts", got.Status.Namespace)
+	}
 
 	// Revoked: neither right any more. The heartbeat stops with Forbidden.
 	for _, rb := range []*rbacv1.RoleBinding{binding(statusPatcher), binding(bdReader)} {
