@@ -78,9 +78,17 @@ func usageCodes(cmd *cobra.Command) {
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return mainWith(ctx, args, os.Stdout, os.Stderr)
+}
+
+// mainWith is Main with its output streams, which print through terminalSafe.
+func mainWith(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	out, errOut := terminalSafe{stdout}, terminalSafe{stderr}
 	cmd := NewRootCommand()
 	cmd.SetArgs(verbosityArgs(args))
-	return exit(cmd.ExecuteContext(ctx), os.Stderr)
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	return exit(cmd.ExecuteContext(ctx), errOut)
 }
 
 // verbosityArgs accepts kubectl's "-v 4" (and "--v 4") as "-v=4": -v alone means 1, so the flag
