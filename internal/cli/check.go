@@ -36,9 +36,6 @@ const (
 	checkFail = "FAIL" // drover cannot do its job until this is fixed
 )
 
-// leaderLease is drover server's leader election Lease (internal/server).
-const leaderLease = "drover-controller-manager"
-
 // checkResult is one line of drover check.
 type checkResult struct {
 	Check  string `json:"check"`
@@ -164,9 +161,9 @@ func checkCRDs(ctx context.Context, c client.Client) (string, string, error) {
 
 func checkLeader(ctx context.Context, c client.Client, now time.Time) (string, string, error) {
 	l := &coordinationv1.Lease{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: server.SystemNamespace, Name: leaderLease}, l)
+	err := c.Get(ctx, client.ObjectKey{Namespace: server.SystemNamespace, Name: server.LeaderElectionID}, l)
 	if apierrors.IsNotFound(err) {
-		return checkFail, fmt.Sprintf("no drover server has run here: no Lease %s/%s (install it: docs/install.md)", server.SystemNamespace, leaderLease), nil
+		return checkFail, fmt.Sprintf("no drover server has run here: no Lease %s/%s (install it: docs/install.md)", server.SystemNamespace, server.LeaderElectionID), nil
 	}
 	if err != nil {
 		return "", "", err
@@ -176,7 +173,7 @@ func checkLeader(ctx context.Context, c client.Client, now time.Time) (string, s
 		holder = *l.Spec.HolderIdentity
 	}
 	if holder == "" || l.Spec.RenewTime == nil {
-		return checkFail, fmt.Sprintf("no drover server is running: the last leader released Lease %s/%s (kubectl -n %s get pods)", server.SystemNamespace, leaderLease, server.SystemNamespace), nil
+		return checkFail, fmt.Sprintf("no drover server is running: the last leader released Lease %s/%s (kubectl -n %s get pods)", server.SystemNamespace, server.LeaderElectionID, server.SystemNamespace), nil
 	}
 	duration := 15 * time.Second
 	if l.Spec.LeaseDurationSeconds != nil {
@@ -254,7 +251,7 @@ func checkBundles(ctx context.Context, c client.Client, ns string) (string, stri
 	}
 	bad := failing(l.Items, ns, func(b *fleetv1alpha1.Bundle) string {
 		// Pending is a rollout on its way, not trouble.
-		if cond := meta.FindStatusCondition(b.Status.Conditions, "Ready"); cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason != "Pending" {
+		if cond := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady); cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason != fleetv1alpha1.ReasonPending {
 			return cond.Reason
 		}
 		return ""
@@ -268,7 +265,7 @@ func checkGitRepos(ctx context.Context, c client.Client, ns string) (string, str
 		return "", "", err
 	}
 	bad := failing(l.Items, ns, func(g *fleetv1alpha1.GitRepo) string {
-		if cond := meta.FindStatusCondition(g.Status.Conditions, "Ready"); cond != nil && cond.Status == metav1.ConditionFalse {
+		if cond := meta.FindStatusCondition(g.Status.Conditions, fleetv1alpha1.ConditionReady); cond != nil && cond.Status == metav1.ConditionFalse {
 			return cond.Reason
 		}
 		return ""

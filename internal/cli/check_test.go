@@ -37,7 +37,7 @@ func TestCheck(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: server.SystemNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: server.SystemNamespace, Name: leaderLease}}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: server.SystemNamespace, Name: server.LeaderElectionID}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: regconfig.DefaultRef.Namespace, Name: regconfig.DefaultRef.Name}}
 	for _, o := range []client.Object{lease, cm} {
 		if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
@@ -81,7 +81,7 @@ func TestCheck(t *testing.T) {
 		}
 		expect(t, got, "api-server", checkOK, mgmt.Config.Host, "Kubernetes v")
 		expect(t, got, "crds", checkOK, fmt.Sprintf("%d drover CRDs installed and established", len(all)))
-		expect(t, got, "server", checkFail, "no drover server has run here", leaderLease)
+		expect(t, got, "server", checkFail, "no drover server has run here", server.LeaderElectionID)
 		expect(t, got, "registration", checkFail, "agents cannot find the API server", "--api-server-url")
 		expect(t, got, "fleet", checkOK, "0 registered clusters")
 	})

@@ -102,6 +102,10 @@ type Options struct {
 	UnsafeNoFsync bool
 }
 
+// LeaderElectionID names the Lease in SystemNamespace that the leading replica holds (drover
+// check reads it to tell whether a server runs).
+const LeaderElectionID = "drover-controller-manager"
+
 // Scheme returns the scheme with every type drover's controllers use.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -207,7 +211,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.HealthAddr,
 		LeaderElection:                opts.LeaderElect,
-		LeaderElectionID:              "drover-controller-manager",
+		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       SystemNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		// No controller reads managedFields from the cache; dropping them roughly halves the
