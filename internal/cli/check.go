@@ -49,7 +49,8 @@ func newCheckCommand(k *kubeOptions) *cobra.Command {
 		Use:   "check",
 		Short: "Check that drover is installed and running, and list what in the fleet needs attention",
 		Long: `Check the management cluster as an operator would at 2 a.m.: the API server answers, drover's
-CRDs are installed and established, a drover server replica holds the leader lease, agents
+CRDs are installed and established (and the admission policy that keeps agents to their own
+status report is bound), a drover server replica holds the leader lease, agents
 can find the API server (registration settings), and what in the fleet needs attention:
 disconnected agents, Bundles and GitRepos that are not ready, failed hosted clusters and
 migrations (in every namespace, or in -n NAMESPACE). Each line says where to look next.
@@ -105,6 +106,7 @@ func runChecks(ctx context.Context, c client.Client, dc discovery.ServerVersionI
 		run  func() (string, string, error)
 	}{
 		{"crds", func() (string, string, error) { return checkCRDs(ctx, c) }},
+		{"admission-policy", func() (string, string, error) { return checkPolicies(ctx, c) }},
 		{"server", func() (string, string, error) { return checkLeader(ctx, c, now) }},
 		{"registration", func() (string, string, error) { return checkRegistration(ctx, c) }},
 		{"fleet", func() (string, string, error) { return checkFleet(ctx, c, ns) }},
@@ -157,6 +159,35 @@ func checkCRDs(ctx context.Context, c client.Client) (string, string, error) {
 		return checkFail, fmt.Sprintf("not established: %s (kubectl get crd NAME -o yaml shows why)", strings.Join(notEstablished, ", ")), nil
 	}
 	return checkOK, fmt.Sprintf("%d drover CRDs installed and established", len(want)), nil
+}
+
+// checkPolicies: without drover's admission policy an agent's identity may rewrite every field
+// of its Cluster's status, so a missing one is a failure, not a warning.
+func checkPolicies(ctx context.Context, c client.Client) (string, string, error) {
+	missing, err := crds.MissingPolicies(ctx, c)
+	if err != nil {
+		return "", "", err
+	}
+	if len(missing) > 0 {
+		return checkFail, fmt.Sprintf("missing: %s; until it is there an agent may rewrite its Cluster's status, not only its own report (drover server applies it at start unless --install-crds=false; else kubectl apply -f config/admission; Kubernetes 1.30 or later)",
+			strings.Join(missing, ", ")), nil
+	}
+	warnings, err := crds.TypeCheckWarnings(ctx, c)
+	if err != nil {
+		return "", "", err
+	}
+	if len(warnings) > 0 {
+		return checkFail, "the cluster's type checker warns: " + strings.Join(warnings, "; ") + " (the policy may refuse agents' check-ins; compare with config/admission of this drover version)", nil
+	}
+	p, err := crds.LoadPolicies()
+	if err != nil {
+		return "", "", err
+	}
+	names := make([]string, 0, len(p.Policies))
+	for _, o := range p.Policies {
+		names = append(names, o.Name)
+	}
+	return checkOK, fmt.Sprintf("%s installed and bound: agents may write only their own status report", strings.Join(names, ", ")), nil
 }
 
 func checkLeader(ctx context.Context, c client.Client, now time.Time) (string, string, error) {

@@ -84,6 +84,29 @@ func TestCheck(t *testing.T) {
 		expect(t, got, "server", checkFail, "no drover server has run here", server.LeaderElectionID)
 		expect(t, got, "registration", checkFail, "agents cannot find the API server", "--api-server-url")
 		expect(t, got, "fleet", checkOK, "0 registered clusters")
+		expect(t, got, "admission-policy", checkOK, "drover-agent-cluster-status installed and bound")
+	})
+
+	// Without the policy's binding an agent could rewrite its Cluster's status: a failure.
+	t.Run("admission policy not bound", func(t *testing.T) {
+		policies, err := crds.LoadPolicies()
+		if err != nil {
+			t.Fatal(err)
+		}
+		binding := policies.Bindings[0]
+		if err := c.Delete(ctx, binding); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := crds.InstallPolicies(context.Background(), c); err != nil {
+				t.Error(err)
+			}
+		}()
+		got, _, err := check(t)
+		if ExitCode(err) != ExitNotReady {
+			t.Fatalf("exit %d (%v), want %d", ExitCode(err), err, ExitNotReady)
+		}
+		expect(t, got, "admission-policy", checkFail, "ValidatingAdmissionPolicyBinding/drover-agent-cluster-status", "kubectl apply -f config/admission")
 	})
 
 	// A running server's lease, and its registration settings without a URL.

@@ -100,7 +100,7 @@ drover chooses the cluster explicitly and says which on its first line of output
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", "127.0.0.1:8080", "address of /metrics (0 disables it)")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", "127.0.0.1:8081", "address of /healthz and /readyz")
 	f.BoolVar(&opts.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles")
-	f.BoolVar(&installCRDs, "install-crds", true, "apply drover's CRDs at start (false: Helm or GitOps owns them)")
+	f.BoolVar(&installCRDs, "install-crds", true, "apply drover's CRDs and admission policy at start (false: Helm or GitOps owns them)")
 	f.StringVar(&opts.APIServerURL, "api-server-url", "", "management API URL that agents of registered clusters connect to, written to the registration ConfigMap (default with the embedded control plane: its own URL)")
 	f.StringVar(&caFile, "api-server-ca", "", "file with the PEM CA bundle agents use to verify --api-server-url (default with the embedded control plane: its own CA)")
 	f.StringVar(&webhookOpts.Addr, "webhook-bind-address", "", "address of the Git push webhook receiver (GitHub, GitLab, Gitea/Forgejo, Bitbucket), e.g. :8090 (default: off; see docs/gitops.md)")

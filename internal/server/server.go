@@ -40,8 +40,10 @@ import (
 // SystemNamespace holds drover's own objects (leader-election lease, settings).
 const SystemNamespace = "drover-system"
 
-// The server's own calls: drover's CRDs (unless --install-crds=false), its namespace, the
-// leader-election Lease (with its Events) and the registration endpoint it publishes.
+// The server's own calls: drover's CRDs and admission policy (unless --install-crds=false), its
+// namespace, the leader-election Lease (with its Events) and the registration endpoint it
+// publishes.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;create;patch,resourceNames=drover-agent-cluster-status
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;create;patch,resourceNames=bundlecontents.fleet.drover.io;bundledeployments.fleet.drover.io;bundles.fleet.drover.io;clusterregistrations.fleet.drover.io;clusterregistrationtokens.fleet.drover.io;clusters.fleet.drover.io;gitrepos.fleet.drover.io;clusters.management.drover.io;cloudprovidermigrations.migration.drover.io
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=drover-system,resources=leases,verbs=get;create;update
@@ -192,6 +194,21 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	}
 	if err := crds.WaitServed(ctx, dc, 30*time.Second); err != nil {
 		return err
+	}
+	// The policy keeping agents to their own status report goes with the CRDs: without it an
+	// agent's identity could rewrite its Cluster's conditions. drover does not run without it.
+	if !opts.SkipCRDInstall {
+		if err := crds.InstallPolicies(ctx, c); err != nil {
+			return fmt.Errorf("install drover's admission policy: %w", err)
+		}
+	} else {
+		missing, err := crds.MissingPolicies(ctx, c)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("--install-crds=false but the cluster lacks drover's admission policy %s, which keeps each agent to its own status report: apply it (kubectl apply -f config/admission, or the chart with installCRDs=true) or drop --install-crds=false", strings.Join(missing, ", "))
+		}
 	}
 	if err := ensureNamespace(ctx, c, SystemNamespace); err != nil {
 		return err

@@ -31,13 +31,15 @@ import (
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/droverhq/drover/internal/controlplane"
+	"github.com/droverhq/drover/internal/crds"
 	"github.com/droverhq/drover/internal/server"
 	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 )
 
 // Options configures a test cluster.
 type Options struct {
-	// InstallCRDs installs drover's CRDs from config/crd/bases.
+	// InstallCRDs installs drover's CRDs from config/crd/bases and its admission policies from
+	// config/admission, as drover server does.
 	InstallCRDs bool
 	// Scheme for the returned client; default server.Scheme().
 	Scheme *runtime.Scheme
@@ -113,6 +115,9 @@ func Start(name string, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("start test API server %s: %w", name, err)
 	}
 	c, err := newCluster(name, cfg, opts)
+	if err == nil && opts.InstallCRDs {
+		err = c.InstallAdmissionPolicies(context.Background())
+	}
 	if err != nil {
 		_ = env.Stop()
 		_ = os.RemoveAll(dir)
@@ -143,6 +148,9 @@ func StartFull(name string, opts Options) (*Cluster, error) {
 	c, err := newCluster(name, cp.RESTConfig(), opts)
 	if err == nil && opts.InstallCRDs {
 		err = installCRDs(c)
+	}
+	if err == nil && opts.InstallCRDs {
+		err = c.InstallAdmissionPolicies(context.Background())
 	}
 	if err != nil {
 		cp.Stop()
@@ -230,6 +238,15 @@ func installCRDs(c *Cluster) error {
 	})
 	if err != nil {
 		return fmt.Errorf("install CRDs into %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// InstallAdmissionPolicies applies drover's admission policies (config/admission) as drover
+// server does, once the CRDs they check are installed, and waits until they are type-checked.
+func (c *Cluster) InstallAdmissionPolicies(ctx context.Context) error {
+	if err := crds.InstallPolicies(ctx, c.Client); err != nil {
+		return fmt.Errorf("install admission policies into %s: %w", c.Name, err)
 	}
 	return nil
 }

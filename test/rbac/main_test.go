@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/droverhq/drover/internal/bundle"
+	"github.com/droverhq/drover/internal/crds"
 	"github.com/droverhq/drover/internal/gitrepo"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/hosted/eks"
@@ -101,12 +102,23 @@ func setup(ctx context.Context) error {
 	}, ErrorIfPathMissing: true}); err != nil {
 		return fmt.Errorf("install the provisioning CRD: %w", err)
 	}
+	// The admission policy is not there before drover: the server creates it with its own rights.
+	policies, err := crds.LoadPolicies()
+	if err != nil {
+		return err
+	}
+	for _, o := range policies.Objects() {
+		if err := cluster.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete %s: %w", o.GetName(), err)
+		}
+	}
 	for _, f := range []string{"role.yaml", "service_account.yaml", "role_binding.yaml"} {
 		if err := applyFile(ctx, filepath.Join(root, "config", "rbac", f)); err != nil {
 			return err
 		}
 	}
-	cfg, err := envtest.TokenConfig(ctx, cluster.Clientset, cluster.Config, serverNamespace, serverAccount, time.Hour)
+	var cfg *rest.Config
+	cfg, err = envtest.TokenConfig(ctx, cluster.Clientset, cluster.Config, serverNamespace, serverAccount, time.Hour)
 	if err != nil {
 		return err
 	}

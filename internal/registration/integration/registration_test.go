@@ -223,6 +223,12 @@ func TestSecurityMatrixWithRealIdentities(t *testing.T) {
 		{"patch its BundleDeployment status", true, req.Status().Patch(ctx, bd.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"status":{"ready":false}}`)))},
 		{"patch its Cluster status", true, req.Status().Patch(ctx, ownCluster, statusPatch)},
 		{"create a token for itself", true, req.SubResource("token").Create(ctx, sa, tokenRequest())},
+		// The status right is for the agent's own report (status.agent); drover's admission
+		// policy refuses the rest, which RBAC cannot tell apart.
+		{"forge its Cluster's conditions", false, req.Status().Patch(ctx, ownCluster, client.RawPatch(types.MergePatchType,
+			[]byte(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"Forged","message":"all fine","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)))},
+		{"patch its Cluster's status.apiServerURL", false, req.Status().Patch(ctx, ownCluster, client.RawPatch(types.MergePatchType, []byte(`{"status":{"apiServerURL":"https://evil.example.com"}}`)))},
+		{"patch its Cluster's status.observedGeneration", false, req.Status().Patch(ctx, ownCluster, client.RawPatch(types.MergePatchType, []byte(`{"status":{"observedGeneration":99}}`)))},
 		{"patch its Cluster spec", false, req.Patch(ctx, ownCluster, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"agentNamespace":"x"}}`)))},
 		{"get its Cluster", false, req.Get(ctx, client.ObjectKeyFromObject(ownCluster), &fleetv1alpha1.Cluster{})},
 		{"patch another Cluster's status", false, req.Status().Patch(ctx, otherCluster, statusPatch)},
@@ -243,6 +249,15 @@ func TestSecurityMatrixWithRealIdentities(t *testing.T) {
 	}
 	for _, c := range requestChecks {
 		check(t, "request: "+c.name, c.allowed, c.err)
+	}
+	got := getCluster(t, ws, clusterName)
+	if got.Status.APIServerURL == "https://evil.example.com" || got.Status.ObservedGeneration == 99 {
+		t.Errorf("the agent's identity changed drover's status fields: %+v", got.Status)
+	}
+	for _, cond := range got.Status.Conditions {
+		if cond.Reason == "Forged" {
+			t.Errorf("the agent's identity set condition %+v", cond)
+		}
 	}
 
 	t.Run("expired token identity is rejected", func(t *testing.T) {

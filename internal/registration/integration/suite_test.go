@@ -85,7 +85,7 @@ func run(m *testing.M) int {
 }
 
 // startManagement starts a management API server with the fleet.drover.io CRDs only, so that
-// this suite does not depend on other API groups' CRDs.
+// this suite does not depend on other API groups' CRDs, and drover's admission policy.
 func startManagement(name string) (*envtest.Cluster, error) {
 	c, err := envtest.Start(name, envtest.Options{})
 	if err != nil {
@@ -97,6 +97,9 @@ func startManagement(name string) (*envtest.Cluster, error) {
 	}
 	if err == nil {
 		_, err = crenvtest.InstallCRDs(c.Config, crenvtest.CRDInstallOptions{Paths: files, ErrorIfPathMissing: true})
+	}
+	if err == nil {
+		err = c.InstallAdmissionPolicies(context.Background())
 	}
 	if err != nil {
 		_ = c.Stop()
