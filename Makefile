@@ -58,6 +58,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRD manifests and the ser
 	$(CONTROLLER_GEN) rbac:roleName=drover-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
 	@# charts/drover renders its ClusterRole/Role rules from this copy of the generated RBAC.
 	@if [ -d charts/drover ]; then mkdir -p charts/drover/files && cp config/rbac/role.yaml charts/drover/files/rbac-role.yaml; fi
+	@# ... and the ClusterRoles for people from this copy (userRoles.enabled).
+	@if [ -d charts/drover ]; then cp config/rbac/user_roles.yaml charts/drover/files/rbac-user-roles.yaml; fi
 	@# ... and ships the Grafana dashboard from this copy (grafanaDashboard.enabled).
 	@if [ -d charts/drover ]; then cp config/grafana/drover.json charts/drover/files/grafana-dashboard.json; fi
 	@# ... and its alerting rules (prometheusRule.enabled).

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/droverhq/drover/internal/crds"
 	"github.com/droverhq/drover/internal/registration/config"
 	"github.com/droverhq/drover/internal/server"
 )
@@ -413,6 +414,73 @@ func TestDroverChartPrometheusRule(t *testing.T) {
 			}
 			if got := rule.Object["spec"]; !reflect.DeepEqual(got, any(want)) {
 				t.Errorf("spec differs from config/prometheus/drover-alerts.yaml (run make generate):\n%v\nwant\n%v", got, want)
+			}
+		})
+	}
+}
+
+// TestDroverChartUserRoles: drover-view and drover-edit are rendered from
+// config/rbac/user_roles.yaml, aggregated into view/edit/admin by default; view covers every
+// drover kind but BundleContents, so a kind added later is not silently out of users' reach.
+func TestDroverChartUserRoles(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../config/rbac/user_roles.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]rbacv1.ClusterRole{}
+	for doc := range strings.SplitSeq(string(b), "\n---") {
+		var r rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(doc), &r); err != nil {
+			t.Fatal(err)
+		}
+		want[r.Name] = r
+	}
+	all, err := crds.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range all {
+		readable := slices.ContainsFunc(want["drover-view"].Rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.APIGroups, crd.Spec.Group) && slices.Contains(r.Resources, crd.Spec.Names.Plural) && slices.Contains(r.Verbs, "list")
+		})
+		if readable == (crd.Name == "bundlecontents.fleet.drover.io") {
+			t.Errorf("drover-view may list %s: %t", crd.Name, readable)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		vals      map[string]any
+		on, aggre bool
+	}{
+		{"default", nil, true, true},
+		{"not aggregated", map[string]any{"userRoles": map[string]any{"aggregate": false}}, true, false},
+		{"off", map[string]any{"userRoles": map[string]any{"enabled": false}}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lint(t, "drover", ns, tc.vals)
+			objs := mustRender(t, load(t, "drover"), ns, tc.vals)
+			for name, w := range want {
+				key := "ClusterRole//" + name
+				if _, ok := objs[key]; !tc.on {
+					if ok {
+						t.Errorf("rendered %s", key)
+					}
+					continue
+				}
+				got := into[rbacv1.ClusterRole](t, get(t, objs, key))
+				if !reflect.DeepEqual(got.Rules, w.Rules) {
+					t.Errorf("%s rules differ from config/rbac/user_roles.yaml (run make generate): %+v", name, got.Rules)
+				}
+				for k, v := range w.Labels {
+					if (got.Labels[k] == v) != tc.aggre {
+						t.Errorf("%s label %s=%q, aggregated: %t", name, k, got.Labels[k], tc.aggre)
+					}
+				}
+				if got.Labels["app.kubernetes.io/name"] != "drover" {
+					t.Errorf("%s lacks the chart's labels: %v", name, got.Labels)
+				}
 			}
 		})
 	}

@@ -22,8 +22,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
+	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 
 	"github.com/droverhq/drover/internal/crds"
 	"github.com/droverhq/drover/internal/registration/config"
@@ -226,10 +234,14 @@ func TestDroverChartInstallUninstall(t *testing.T) {
 	if err := crds.Install(ctx, sac); err != nil {
 		t.Fatalf("install CRDs as drover-system/drover: %v", err)
 	}
+	if err := crds.InstallPolicies(ctx, sac); err != nil {
+		t.Fatalf("install the admission policy as drover-system/drover: %v", err)
+	}
 	crdNames := droverCRDs(ctx, t, c)
 	if len(crdNames) == 0 {
 		t.Fatal("no drover CRDs after the server's install")
 	}
+	t.Run("teams get drover rights through view and edit", func(t *testing.T) { testUserRoles(t, cl) })
 
 	// helm uninstall drover -n drover-system
 	uninstall := action.NewUninstall(helmConfig(t, cl, ns))
@@ -312,4 +324,69 @@ func objMeta(namespace, name string) metav1.ObjectMeta {
 
 func isNotFound(err error) bool {
 	return client.IgnoreNotFound(err) == nil || meta.IsNoMatchError(err)
+}
+
+// testUserRoles acts as two people of team-a, bound to Kubernetes' own edit and view roles in
+// their namespace: the chart's drover-edit and drover-view are aggregated into those by
+// kube-controller-manager, so the bindings alone give them drover's objects there, and no more.
+func testUserRoles(t *testing.T, cl *envtest.Cluster) {
+	ctx := t.Context()
+	c := cl.Client
+	team, other := cl.Namespace(t), cl.Namespace(t)
+	for user, role := range map[string]string{"alice": "edit", "bob": "view"} {
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: user},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+		if err := c.Create(ctx, rb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := func(user string) client.Client {
+		cfg := rest.CopyConfig(cl.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+		uc, err := client.New(cfg, client.Options{Scheme: c.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uc
+	}
+	alice, bob := as("alice"), as("bob")
+	bundle := func(name string) *fleetv1alpha1.Bundle {
+		return &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name},
+			Spec: fleetv1alpha1.BundleSpec{Resources: []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`)}}}}
+	}
+	// Aggregation is kube-controller-manager's, moments after the chart's ClusterRoles exist.
+	envtest.Eventually(t, 30*time.Second, func() error { return alice.Create(ctx, bundle("web")) })
+
+	allowed := func(name string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Errorf("%s: %v, want allowed", name, err)
+		}
+	}
+	forbidden := func(name string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: %v, want Forbidden", name, err)
+		}
+	}
+	gitrepo := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "apps"},
+		Spec: fleetv1alpha1.GitRepoSpec{Repo: "https://git.example.com/apps.git"}}
+	allowed("edit: create a GitRepo", alice.Create(ctx, gitrepo))
+	allowed("edit: create a registration token", alice.Create(ctx, &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "t"}}))
+	allowed("edit: patch a Bundle", alice.Patch(ctx, bundle("web"), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"rollout":{"paused":true}}}`))))
+	allowed("edit: list BundleContents", alice.List(ctx, &fleetv1alpha1.BundleContentList{}, client.InNamespace(team)))
+	forbidden("edit: write a Bundle's status", alice.Status().Patch(ctx, bundle("web"), client.RawPatch(types.MergePatchType, []byte(`{"status":{"observedGeneration":7}}`))))
+	forbidden("edit: create a BundleDeployment", alice.Create(ctx, &fleetv1alpha1.BundleDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "bd"},
+		Spec: fleetv1alpha1.BundleDeploymentSpec{DeploymentID: "x"}}))
+	forbidden("edit: create a Bundle in another namespace", alice.Create(ctx, &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "web"}}))
+
+	allowed("view: list Bundles", bob.List(ctx, &fleetv1alpha1.BundleList{}, client.InNamespace(team)))
+	allowed("view: get a GitRepo", bob.Get(ctx, client.ObjectKeyFromObject(gitrepo), &fleetv1alpha1.GitRepo{}))
+	allowed("view: list hosted clusters", bob.List(ctx, &managementv1alpha1.ClusterList{}, client.InNamespace(team)))
+	allowed("view: list migrations", bob.List(ctx, &migrationv1alpha1.CloudProviderMigrationList{}, client.InNamespace(team)))
+	forbidden("view: list BundleContents", bob.List(ctx, &fleetv1alpha1.BundleContentList{}, client.InNamespace(team)))
+	forbidden("view: create a Bundle", bob.Create(ctx, bundle("db")))
+	forbidden("view: delete a GitRepo", bob.Delete(ctx, gitrepo))
+	forbidden("view: list Bundles in another namespace", bob.List(ctx, &fleetv1alpha1.BundleList{}, client.InNamespace(other)))
 }

@@ -596,7 +596,7 @@ func demoCheck(t *testing.T, kubeconfig string) {
 	if err := json.Unmarshal(out, &results); err != nil {
 		t.Fatalf("drover check -o json: %v\n%s", err, out)
 	}
-	want := map[string]string{"api-server": "ok", "crds": "ok", "server": "ok", "registration": "ok", "fleet": "ok",
+	want := map[string]string{"api-server": "ok", "crds": "ok", "admission-policy": "ok", "server": "ok", "registration": "ok", "fleet": "ok",
 		"bundles": "ok", "gitrepos": "ok", "hosted-clusters": "ok", "migrations": "warn"}
 	for _, r := range results {
 		if want[r.Check] != r.Result {
