@@ -109,3 +109,39 @@ func get(t *testing.T, objs map[string]*unstructured.Unstructured, key string) *
 	}
 	return u
 }
+
+// TestValuesSchema: a mistyped or malformed value is refused at install with the field named
+// (values.schema.json), not silently ignored — `--set apiServerUrl=...` would otherwise leave
+// every token MissingAPIServerURL with no hint why.
+func TestValuesSchema(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		chart string
+		vals  map[string]any
+		want  []string
+	}{
+		{"drover", map[string]any{"apiServerUrl": "https://mgmt.example.com"}, []string{"apiServerUrl"}},
+		{"drover", map[string]any{"apiServerURL": "mgmt.example.com:6443"}, []string{"apiServerURL", "https"}},
+		{"drover", map[string]any{"apiServerCA": "not a certificate"}, []string{"apiServerCA"}},
+		{"drover", map[string]any{"replicas": "two"}, []string{"replicas", "integer"}},
+		{"drover", map[string]any{"replicas": 0}, []string{"replicas"}},
+		{"drover", map[string]any{"podAntiAffinity": "strict"}, []string{"podAntiAffinity", "soft"}},
+		{"drover", map[string]any{"dashboard": map[string]any{"tls": map[string]any{"secret": "tls"}}}, []string{"dashboard/tls", "secret"}},
+		{"drover", map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"interval": "30 seconds"}}}, []string{"interval"}},
+		{"drover", map[string]any{"extraArgs": []any{"hosted-workers=16"}}, []string{"extraArgs"}},
+		{"drover-agent", map[string]any{"apiServerURL": "https://mgmt.example.com", "tokne": "x"}, []string{"tokne"}},
+	} {
+		t.Run(tc.chart+"/"+strings.Join(tc.want, "/"), func(t *testing.T) {
+			t.Parallel()
+			_, err := render(t, load(t, tc.chart), "drover-system", tc.vals)
+			if err == nil {
+				t.Fatalf("values %v rendered, want them refused", tc.vals)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
