@@ -1,6 +1,6 @@
 // Package dashboard is drover's web dashboard: server-rendered HTML pages of the hosted
-// clusters, the fleet, Bundles and migrations, live over Server-Sent Events, with one action
-// ("refresh now" on a hosted cluster).
+// clusters, the fleet, Bundles and migrations, live over Server-Sent Events, and two actions
+// ("refresh now" on a hosted cluster, pausing and resuming a Bundle's rollout).
 //
 // Every Kubernetes request is made with the viewer's own identity, so a viewer sees and does
 // exactly what RBAC lets them:
@@ -171,6 +171,7 @@ func (h *Handler) routes() {
 	mux.Handle("POST /hosted/{namespace}/{name}/refresh", h.withViewer(h.refreshNow))
 	mux.Handle("GET /fleet", h.page(h.fleetList))
 	mux.Handle("GET /bundles", h.page(h.bundles))
+	mux.Handle("POST /bundles/{namespace}/{name}/{action}", h.withViewer(h.pauseBundle))
 	mux.Handle("GET /migrations", h.page(h.migrations))
 	mux.Handle("GET /watch", h.withViewer(h.watch))
 	h.mux = mux

@@ -365,14 +365,24 @@ func (h *Handler) hostedCluster(ctx context.Context, r *http.Request, v *viewer,
 
 // canPatch asks the API server whether the viewer may patch the cluster.
 func canPatch(ctx context.Context, v *viewer, c *managementv1alpha1.Cluster) (bool, error) {
+	return canPatchNamed(ctx, v, c.Namespace, c.Name, managementv1alpha1.GroupVersion.Group, "clusters")
+}
+
+// canPatchIn asks the API server whether the viewer may patch every object of a resource in a
+// namespace.
+func canPatchIn(ctx context.Context, v *viewer, namespace, group, resource string) (bool, error) {
+	return canPatchNamed(ctx, v, namespace, "", group, resource)
+}
+
+func canPatchNamed(ctx context.Context, v *viewer, namespace, name, group, resource string) (bool, error) {
 	rev := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: c.Namespace, Name: c.Name, Verb: "patch",
-			Group: managementv1alpha1.GroupVersion.Group, Resource: "clusters"}}}
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Name: name, Verb: "patch",
+			Group: group, Resource: resource}}}
 	if err := v.client.Create(ctx, rev); err != nil {
 		if apierrors.IsUnauthorized(err) {
 			return false, errUnauthorized
 		}
-		return false, fmt.Errorf("check whether you may patch the cluster: %w", err)
+		return false, fmt.Errorf("check whether you may patch %s: %w", resource, err)
 	}
 	return rev.Status.Allowed, nil
 }
@@ -409,6 +419,38 @@ func (h *Handler) refreshNow(w http.ResponseWriter, r *http.Request, v *viewer) 
 		return
 	}
 	http.Redirect(w, r, "/hosted/"+url.PathEscape(ns)+"/"+url.PathEscape(name)+"?refreshed=1", http.StatusSeeOther)
+}
+
+// pauseBundle pauses or resumes a Bundle's rollout (spec.rollout.paused) with the viewer's
+// identity, as `drover bundle pause|resume` does.
+func (h *Handler) pauseBundle(w http.ResponseWriter, r *http.Request, v *viewer) {
+	ns, name, action := r.PathValue("namespace"), r.PathValue("name"), r.PathValue("action")
+	if err := checkCSRF(r, v); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return
+	}
+	if !validNamespace(ns) || (action != "pause" && action != "resume") {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	patch := fmt.Sprintf(`{"spec":{"rollout":{"paused":%t}}}`, action == "pause")
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	err := v.client.Patch(r.Context(), b, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("drover-dashboard"))
+	switch {
+	case apierrors.IsForbidden(err):
+		http.Error(w, fmt.Sprintf("You may not %s Bundle %s/%s: the API server refused to let %s patch it.", action, ns, name, v.user), http.StatusForbidden)
+		return
+	case apierrors.IsNotFound(err):
+		http.Error(w, fmt.Sprintf("Bundle %s/%s not found", ns, name), http.StatusNotFound)
+		return
+	case apierrors.IsUnauthorized(err):
+		http.Error(w, "sign in again", http.StatusUnauthorized)
+		return
+	case err != nil:
+		http.Error(w, action+": "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	http.Redirect(w, r, "/bundles", http.StatusSeeOther)
 }
 
 // --- fleet clusters ---
@@ -548,6 +590,11 @@ type bundleColumn struct {
 	Ready string
 	// Header says the Bundle's summary.
 	Summary string
+	// Paused: the Bundle's rollout is paused. CanPause: a SelfSubjectAccessReview says the
+	// viewer may patch Bundles in its namespace; PausePath pauses or resumes it (POST).
+	Paused    bool
+	CanPause  bool
+	PausePath string
 }
 
 type cellData struct {
@@ -655,7 +702,7 @@ type matrixRow struct {
 	Cells                  []cellData
 }
 
-func (h *Handler) bundles(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
+func (h *Handler) bundles(ctx context.Context, _ *http.Request, v *viewer, s *scope, l *layoutData) (string, any, error) {
 	l.Title, l.Nav = "Bundles", "bundles"
 	clusters, bundles, bds, fi, bi, di, err := fleetReads(ctx, s)
 	if err != nil {
@@ -665,6 +712,27 @@ func (h *Handler) bundles(ctx context.Context, _ *http.Request, _ *viewer, s *sc
 	h.setWatch(l, watchOf("fleet", fi, ""), watchOf("bundles", bi, ""), watchOf("bundledeployments", di, ""))
 	m := newMatrix(clusters, bundles, bds)
 	d := &bundlesData{Columns: m.columns, Unreadable: di.Restricted()}
+	// One access review per namespace, not per Bundle: pausing needs patch on Bundles there.
+	mayPatch := map[string]bool{}
+	for _, col := range m.columns {
+		b := col.Bundle
+		if b == nil {
+			continue
+		}
+		allowed, ok := mayPatch[b.Namespace]
+		if !ok {
+			if allowed, err = canPatchIn(ctx, v, b.Namespace, fleetv1alpha1.GroupVersion.Group, "bundles"); err != nil {
+				return "", nil, err
+			}
+			mayPatch[b.Namespace] = allowed
+		}
+		col.Paused, col.CanPause = b.Spec.Rollout.Paused, allowed
+		action := "pause"
+		if col.Paused {
+			action = "resume"
+		}
+		col.PausePath = "/bundles/" + url.PathEscape(b.Namespace) + "/" + url.PathEscape(b.Name) + "/" + action
+	}
 	for _, c := range m.clusters {
 		row := matrixRow{Namespace: c.Namespace, Name: c.Name, State: connState(c)}
 		for _, col := range m.columns {
