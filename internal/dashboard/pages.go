@@ -404,18 +404,7 @@ func (h *Handler) refreshNow(w http.ResponseWriter, r *http.Request, v *viewer) 
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, hosted.RefreshAnnotation, value)
 	c := &managementv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	err := v.client.Patch(r.Context(), c, client.RawPatch(types.MergePatchType, []byte(patch)))
-	switch {
-	case apierrors.IsForbidden(err):
-		http.Error(w, fmt.Sprintf("You may not refresh hosted cluster %s/%s: the API server refused to let %s patch it.", ns, name, v.user), http.StatusForbidden)
-		return
-	case apierrors.IsNotFound(err):
-		http.Error(w, fmt.Sprintf("hosted cluster %s/%s not found", ns, name), http.StatusNotFound)
-		return
-	case apierrors.IsUnauthorized(err):
-		http.Error(w, "sign in again", http.StatusUnauthorized)
-		return
-	case err != nil:
-		http.Error(w, "refresh: "+err.Error(), http.StatusBadGateway)
+	if patchFailed(w, err, v, "refresh", "hosted cluster", ns, name) {
 		return
 	}
 	http.Redirect(w, r, "/hosted/"+url.PathEscape(ns)+"/"+url.PathEscape(name)+"?refreshed=1", http.StatusSeeOther)
@@ -436,21 +425,28 @@ func (h *Handler) pauseBundle(w http.ResponseWriter, r *http.Request, v *viewer)
 	patch := fmt.Sprintf(`{"spec":{"rollout":{"paused":%t}}}`, action == "pause")
 	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	err := v.client.Patch(r.Context(), b, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("drover-dashboard"))
-	switch {
-	case apierrors.IsForbidden(err):
-		http.Error(w, fmt.Sprintf("You may not %s Bundle %s/%s: the API server refused to let %s patch it.", action, ns, name, v.user), http.StatusForbidden)
-		return
-	case apierrors.IsNotFound(err):
-		http.Error(w, fmt.Sprintf("Bundle %s/%s not found", ns, name), http.StatusNotFound)
-		return
-	case apierrors.IsUnauthorized(err):
-		http.Error(w, "sign in again", http.StatusUnauthorized)
-		return
-	case err != nil:
-		http.Error(w, action+": "+err.Error(), http.StatusBadGateway)
+	if patchFailed(w, err, v, action, "Bundle", ns, name) {
 		return
 	}
 	http.Redirect(w, r, "/bundles", http.StatusSeeOther)
+}
+
+// patchFailed answers an action's failed patch (the API server's refusal as 403, with whose)
+// and reports whether it did.
+func patchFailed(w http.ResponseWriter, err error, v *viewer, action, kind, ns, name string) bool {
+	switch {
+	case err == nil:
+		return false
+	case apierrors.IsForbidden(err):
+		http.Error(w, fmt.Sprintf("You may not %s %s %s/%s: the API server refused to let %s patch it.", action, kind, ns, name, v.user), http.StatusForbidden)
+	case apierrors.IsNotFound(err):
+		http.Error(w, fmt.Sprintf("%s %s/%s not found", kind, ns, name), http.StatusNotFound)
+	case apierrors.IsUnauthorized(err):
+		http.Error(w, "sign in again", http.StatusUnauthorized)
+	default:
+		http.Error(w, action+": "+err.Error(), http.StatusBadGateway)
+	}
+	return true
 }
 
 // --- fleet clusters ---
