@@ -26,6 +26,9 @@ import (
 // repository (Debian's git http-backend behind basic auth): it reads the auth Secret, writes the
 // Bundles owned by the GitRepo, patches the GitRepo's status and deletes the Bundle of a removed
 // path, and is never refused.
+// gitPassword is long enough for the suite's secret scan to look for it.
+const gitPassword = "git-s3cret-0f9e8d7c6b5a"
+
 func TestGitRepoRights(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -76,7 +79,7 @@ func TestGitRepoRights(t *testing.T) {
 	backend := &cgi.Handler{Path: filepath.Join(execPath, "git-http-backend"), Dir: root, InheritEnv: []string{"PATH"},
 		Env: []string{"GIT_PROJECT_ROOT=" + filepath.Join(root, "repos"), "GIT_HTTP_EXPORT_ALL=1", "HOME=" + root}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != "bot" || p != "s3cret" {
+		if u, p, ok := r.BasicAuth(); !ok || u != "bot" || p != gitPassword {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
@@ -86,7 +89,7 @@ func TestGitRepoRights(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	if err := cluster.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "git-auth"},
-		StringData: map[string]string{fleetv1alpha1.GitKeyUsername: "bot", fleetv1alpha1.GitKeyPassword: "s3cret"}}); err != nil {
+		StringData: map[string]string{fleetv1alpha1.GitKeyUsername: "bot", fleetv1alpha1.GitKeyPassword: gitPassword}}); err != nil {
 		t.Fatal(err)
 	}
 	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deploy"},

@@ -13,11 +13,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -51,12 +52,15 @@ var (
 	denied       = &forbiddenLog{}
 )
 
+// logs holds every log line of the suite, at every verbosity, for the secret scan.
+var logs = &lockedBuffer{}
+
 func TestMain(m *testing.M) {
+	var out io.Writer = logs
 	if os.Getenv("DROVER_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
+		out = io.MultiWriter(logs, os.Stderr)
 	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(out), zap.Level(zapcore.Level(-127))))
 	os.Exit(run(m))
 }
 
@@ -72,6 +76,11 @@ func run(m *testing.M) int {
 	defer func() { _ = cluster.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	secrets, err := watchSecrets(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if err := setup(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -85,6 +94,23 @@ func run(m *testing.M) int {
 		}, io.Discard)
 	}()
 	code := m.Run()
+	// Secret values never reach a log line, an Event or a status: every credential this suite's
+	// flows made (the EKS keys, registration tokens and answers, the agent's credentials, the
+	// kubeconfigs), searched for in all of them.
+	if code == 0 && !testing.Short() {
+		leaks, err := findLeaks(ctx, secrets, logs.String())
+		switch {
+		case err != nil:
+			fmt.Fprintln(os.Stderr, "secret scan:", err)
+			code = 1
+		case len(secrets.values) < 6:
+			fmt.Fprintf(os.Stderr, "secret scan: only %d secret values recorded; the scan would prove nothing\n", len(secrets.values))
+			code = 1
+		case len(leaks) > 0:
+			fmt.Fprintf(os.Stderr, "secret values leaked:\n  %s\n", strings.Join(leaks, "\n  "))
+			code = 1
+		}
+	}
 	cancel()
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "drover server:", err)
