@@ -53,7 +53,7 @@ var (
 )
 
 // logs holds every log line of the suite, at every verbosity, for the secret scan.
-var logs = &lockedBuffer{}
+var logs = &envtest.LogBuffer{}
 
 func TestMain(m *testing.M) {
 	var out io.Writer = logs
@@ -76,7 +76,7 @@ func run(m *testing.M) int {
 	defer func() { _ = cluster.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	secrets, err := watchSecrets(ctx)
+	secrets, err := cluster.StartSecretScan(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -98,13 +98,13 @@ func run(m *testing.M) int {
 	// flows made (the EKS keys, registration tokens and answers, the agent's credentials, the
 	// kubeconfigs), searched for in all of them.
 	if code == 0 && !testing.Short() {
-		leaks, err := findLeaks(ctx, secrets, logs.String())
+		leaks, err := secrets.Leaks(ctx, map[string]string{"the logs": logs.String()})
 		switch {
 		case err != nil:
 			fmt.Fprintln(os.Stderr, "secret scan:", err)
 			code = 1
-		case len(secrets.values) < 6:
-			fmt.Fprintf(os.Stderr, "secret scan: only %d secret values recorded; the scan would prove nothing\n", len(secrets.values))
+		case secrets.Len() < 6:
+			fmt.Fprintf(os.Stderr, "secret scan: only %d secret values recorded (%v); the scan would prove nothing\n", secrets.Len(), secrets.Sources())
 			code = 1
 		case len(leaks) > 0:
 			fmt.Fprintf(os.Stderr, "secret values leaked:\n  %s\n", strings.Join(leaks, "\n  "))

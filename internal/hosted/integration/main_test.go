@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
@@ -31,14 +34,47 @@ func TestMain(m *testing.M) {
 	if os.Getenv(simChildEnv) != "" {
 		runEKSSimChild() // a benchmark's out-of-process simulator
 	}
-	ctrllog.SetLogger(logr.Discard())
+	flag.Parse()
+	// Tests log at every verbosity, for the secret scan below; benchmarks log nothing.
+	benchmarking := flag.Lookup("test.bench").Value.String() != ""
+	logs := &envtest.LogBuffer{}
+	if benchmarking {
+		ctrllog.SetLogger(logr.Discard())
+	} else {
+		ctrllog.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(logs), zap.Level(zapcore.Level(-127))))
+	}
 	var err error
 	mgmt, err = envtest.Start("management", envtest.Options{InstallCRDs: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var secrets *envtest.SecretScan
+	if !benchmarking {
+		if secrets, err = mgmt.StartSecretScan(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	code := m.Run()
+	// Secret values (the providers' keys, client secrets, service-account keys) never reach a
+	// log line, an Event or a status.
+	if code == 0 && secrets != nil && !testing.Short() {
+		leaks, err := secrets.Leaks(ctx, map[string]string{"the logs": logs.String(), "the Events recorded": allEvents()})
+		switch {
+		case err != nil:
+			fmt.Fprintln(os.Stderr, "secret scan:", err)
+			code = 1
+		case secrets.Len() < 3:
+			fmt.Fprintf(os.Stderr, "secret scan: only %d secret values recorded (%v); the scan would prove nothing\n", secrets.Len(), secrets.Sources())
+			code = 1
+		case len(leaks) > 0:
+			fmt.Fprintf(os.Stderr, "secret values leaked:\n  %s\n", strings.Join(leaks, "\n  "))
+			code = 1
+		}
+	}
+	cancel()
 	_ = mgmt.Stop()
 	os.Exit(code)
 }
@@ -62,7 +98,7 @@ type env struct {
 func newEnv(t *testing.T, h harness) *env {
 	t.Helper()
 	start := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
-	e := &env{t: t, ns: mgmt.Namespace(t), simTime: simcore.NewManualClock(start), clock: clocktesting.NewFakeClock(start), events: &recorder{}}
+	e := &env{t: t, ns: mgmt.Namespace(t), simTime: simcore.NewManualClock(start), clock: clocktesting.NewFakeClock(start), events: newRecorder()}
 	h.setup(t, e)
 	e.r = &hosted.Reconciler{
 		Client: mgmt.Client, Providers: []hosted.Provider{h.provider()}, Recorder: e.events,
@@ -165,6 +201,31 @@ func (e *env) create(c *v1.Cluster) *v1.Cluster {
 type recorder struct {
 	mu     sync.Mutex
 	events []string
+}
+
+// recorders are all the recorders of the suite, for the secret scan.
+var recorders struct {
+	sync.Mutex
+	all []*recorder
+}
+
+func newRecorder() *recorder {
+	r := &recorder{}
+	recorders.Lock()
+	defer recorders.Unlock()
+	recorders.all = append(recorders.all, r)
+	return r
+}
+
+// allEvents is every Event the suite's reconcilers recorded.
+func allEvents() string {
+	recorders.Lock()
+	defer recorders.Unlock()
+	var out []string
+	for _, r := range recorders.all {
+		out = append(out, r.String())
+	}
+	return strings.Join(out, "\n")
 }
 
 func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason, action, note string, args ...any) {

@@ -95,7 +95,7 @@ func TestManagerWiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &hosted.Reconciler{
-		Client: mgr.GetClient(), Providers: []hosted.Provider{eks.Provider{RetryMaxAttempts: 3}}, Recorder: &recorder{},
+		Client: mgr.GetClient(), Providers: []hosted.Provider{eks.Provider{RetryMaxAttempts: 3}}, Recorder: newRecorder(),
 		RefreshInterval: time.Hour, PollInterval: time.Hour,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {

@@ -1,0 +1,198 @@
+package envtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/droverhq/drover/internal/crds"
+)
+
+// LogBuffer collects log lines from any goroutine (a logr sink's writer).
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// SecretScan records the credentials of every Secret that exists in a cluster at any time while
+// tests run (an admin watch), and finds them afterwards in logs, Events, the statuses of drover's
+// objects and other texts: secret values must never reach any of those.
+type SecretScan struct {
+	c      *Cluster
+	mu     sync.Mutex
+	values map[string]string // value -> where it came from
+}
+
+// Keys whose values are credentials; Secrets also hold names, URLs, expiry times, IDs and CA
+// certificates, which may be logged.
+var (
+	sensitiveKey = regexp.MustCompile(`(?i)token|secret|password|key|credential|kubeconfig|value|config|json`)
+	notSensitive = regexp.MustCompile(`(?i)(expiry|name|namespace|url|ca|id|endpoint)$`)
+	// embedded finds the credentials inside a kubeconfig or JSON key file value.
+	embedded  = regexp.MustCompile(`(?m)(?:token|client-key-data|password|access_token|client_secret)"?\s*[:=]\s*"?([A-Za-z0-9._\-+/=]{16,})`)
+	pemBase64 = regexp.MustCompile(`^[A-Za-z0-9+/=]{32,}$`)
+)
+
+// StartSecretScan starts recording; it returns once the watch has listed the Secrets there are.
+func (c *Cluster) StartSecretScan(ctx context.Context) (*SecretScan, error) {
+	s := &SecretScan{c: c, values: map[string]string{}}
+	ca, err := cache.New(c.Config, cache.Options{Scheme: c.Client.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	inf, err := ca.GetInformer(ctx, &corev1.Secret{})
+	if err != nil {
+		return nil, err
+	}
+	record := func(o any) {
+		if sec, ok := o.(*corev1.Secret); ok {
+			s.add(sec)
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, o any) { record(o) }}); err != nil {
+		return nil, err
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("secret watch of %s did not sync", c.Name)
+	}
+	return s, nil
+}
+
+func (s *SecretScan) add(sec *corev1.Secret) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from := "Secret " + sec.Namespace + "/" + sec.Name
+	for k, v := range sec.Data {
+		private := bytes.Contains(v, []byte("PRIVATE KEY"))
+		if !sensitiveKey.MatchString(k) || notSensitive.MatchString(k) || bytes.Contains(v, []byte("BEGIN CERTIFICATE")) && !private {
+			continue
+		}
+		for _, m := range embedded.FindAllSubmatch(v, -1) {
+			s.values[string(m[1])] = from + " key " + k + " (inside)"
+		}
+		if private { // a PEM key, also inside JSON (escaped newlines): its base64 lines
+			for _, line := range strings.Split(strings.ReplaceAll(string(v), `\n`, "\n"), "\n") {
+				if line = strings.TrimSpace(line); pemBase64.MatchString(line) {
+					s.values[line] = from + " key " + k + " (private key)"
+				}
+			}
+		}
+		if len(v) >= 16 && !bytes.ContainsAny(v, "\n") {
+			s.values[string(v)] = from + " key " + k
+		}
+	}
+}
+
+// Len is the number of credential values recorded so far.
+func (s *SecretScan) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.values)
+}
+
+// Sources lists where the recorded values came from, without the values.
+func (s *SecretScan) Sources() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, from := range s.values {
+		out = append(out, from)
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+const selfCheck = "the scan's self-check"
+
+// Leaks reports each recorded value, raw or base64, found in texts (name -> text, e.g. the
+// logs), in any Event of the cluster or in the status of any of drover's objects there. Only
+// where each was found is reported, never the value. The scan checks itself on a planted value.
+func (s *SecretScan) Leaks(ctx context.Context, texts map[string]string) ([]string, error) {
+	all := map[string]string{}
+	for k, v := range texts {
+		all[k] = v
+	}
+	s.mu.Lock()
+	for v := range s.values {
+		all[selfCheck] = "data: " + base64.StdEncoding.EncodeToString([]byte(v))
+		break
+	}
+	s.mu.Unlock()
+	if _, ok := all[selfCheck]; !ok {
+		return nil, fmt.Errorf("no secret values recorded")
+	}
+	var evs eventsv1.EventList
+	if err := s.c.Client.List(ctx, &evs); err != nil {
+		return nil, err
+	}
+	for _, e := range evs.Items {
+		all["Event "+e.Namespace+"/"+e.Name] = e.Note
+	}
+	var coreEvs corev1.EventList
+	if err := s.c.Client.List(ctx, &coreEvs); err != nil {
+		return nil, err
+	}
+	for _, e := range coreEvs.Items {
+		all["Event "+e.Namespace+"/"+e.Name] = e.Message
+	}
+	defs, err := crds.Load()
+	if err != nil {
+		return nil, err
+	}
+	for _, crd := range defs {
+		for _, v := range crd.Spec.Versions {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.ListKind})
+			if err := s.c.Client.List(ctx, l); err != nil {
+				return nil, fmt.Errorf("list %s: %w", crd.Name, err)
+			}
+			for _, o := range l.Items {
+				status, _ := json.Marshal(o.Object["status"])
+				all[crd.Spec.Names.Kind+" "+o.GetNamespace()+"/"+o.GetName()+" status"] = string(status)
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var leaks []string
+	for where, text := range all {
+		for v, from := range s.values {
+			if strings.Contains(text, v) || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(v))) {
+				leaks = append(leaks, fmt.Sprintf("a value of %s is in %s", from, where))
+			}
+		}
+	}
+	sort.Strings(leaks)
+	i := slices.IndexFunc(leaks, func(l string) bool { return strings.HasSuffix(l, " is in "+selfCheck) })
+	if i < 0 {
+		return nil, fmt.Errorf("the scan did not find the value planted in %q", selfCheck)
+	}
+	return slices.Delete(leaks, i, i+1), nil
+}
