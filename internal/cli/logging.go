@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/droverhq/drover/internal/logging"
 	"github.com/droverhq/drover/internal/memlimit"
 )
 
@@ -26,7 +27,7 @@ type logOptions struct {
 func (l *logOptions) addFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
 	f.StringVar(&l.format, "log-format", "text", "log format on stderr: text or json")
-	f.IntVarP(&l.v, "v", "v", 0, "log verbosity: 0 info, 1 debug, higher more detail (-v alone: 1; -v N or -v=N, as kubectl)")
+	f.IntVarP(&l.v, "v", "v", 0, "log verbosity: 0 info, 1 debug, higher more detail up to 7 (-v alone: 1; -v N or -v=N, as kubectl; never API request bodies, which hold secrets)")
 	f.Lookup("v").NoOptDefVal = "1"
 }
 
@@ -63,7 +64,7 @@ func (l *logOptions) logger(cmd *cobra.Command, w io.Writer) (logr.Logger, error
 		opts.Level = zapcore.Level(-v)
 	}
 	opts.DestWriter = w
-	return zap.New(zap.UseFlagOptions(&opts)), nil
+	return logging.Capped(zap.New(zap.UseFlagOptions(&opts))), nil
 }
 
 // setup installs the logger of cmd as controller-runtime's (and so the one ctrl.LoggerFrom

@@ -30,6 +30,7 @@ func TestLogFlags(t *testing.T) {
 		v2      bool // a V(2) line is logged
 		usage   bool
 		noFlags bool // parsing fails: unknown flag
+		capped  bool // a V(7) line is logged, a V(8) one (client-go's request bodies) is not
 	}{
 		{name: "default text info", cmd: "server"},
 		{name: "json", cmd: "server", args: []string{"--log-format", "json"}, json: true},
@@ -42,6 +43,8 @@ func TestLogFlags(t *testing.T) {
 		{name: "zap flags on agent", cmd: "agent", args: []string{"--zap-log-level", "debug"}, debug: true},
 		{name: "no zap flags on cluster list", cmd: "cluster list", args: []string{"--zap-log-level", "debug"}, noFlags: true},
 		{name: "bad format", cmd: "cluster list", args: []string{"--log-format", "xml"}, usage: true},
+		{name: "-v=10 is capped", cmd: "server", args: []string{"-v=10"}, debug: true, v2: true, capped: true},
+		{name: "--zap-log-level=10 is capped", cmd: "agent", args: []string{"--zap-log-level=10"}, debug: true, v2: true, capped: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,7 +78,12 @@ func TestLogFlags(t *testing.T) {
 			log.Info("info line")
 			log.V(1).Info("debug line")
 			log.V(2).Info("v2 line")
+			log.V(7).Info("v7 line")
+			log.V(8).Info("v8 line")
 			out := buf.String()
+			if strings.Contains(out, "v7 line") != tt.capped || strings.Contains(out, "v8 line") || log.V(8).Enabled() {
+				t.Errorf("logged:\n%s\nwant V(7) %v and never V(8) (enabled: %t)", out, tt.capped, log.V(8).Enabled())
+			}
 			lines := strings.Split(strings.TrimSpace(out), "\n")
 			for _, l := range lines {
 				var m map[string]any

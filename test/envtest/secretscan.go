@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -44,9 +45,9 @@ func (b *LogBuffer) String() string {
 // tests run (an admin watch), and finds them afterwards in logs, Events, the statuses of drover's
 // objects and other texts: secret values must never reach any of those.
 type SecretScan struct {
-	c      *Cluster
-	mu     sync.Mutex
-	values map[string]string // value -> where it came from
+	clusters []*Cluster
+	mu       sync.Mutex
+	values   map[string]string // value -> where it came from
 }
 
 // Keys whose values are credentials; Secrets also hold names, URLs, expiry times, IDs and CA
@@ -59,28 +60,31 @@ var (
 	pemBase64 = regexp.MustCompile(`^[A-Za-z0-9+/=]{32,}$`)
 )
 
-// StartSecretScan starts recording; it returns once the watch has listed the Secrets there are.
-func (c *Cluster) StartSecretScan(ctx context.Context) (*SecretScan, error) {
-	s := &SecretScan{c: c, values: map[string]string{}}
-	ca, err := cache.New(c.Config, cache.Options{Scheme: c.Client.Scheme()})
-	if err != nil {
-		return nil, err
-	}
-	inf, err := ca.GetInformer(ctx, &corev1.Secret{})
-	if err != nil {
-		return nil, err
-	}
+// StartSecretScan starts recording the Secrets of the clusters; it returns once the watches
+// have listed the Secrets there are.
+func StartSecretScan(ctx context.Context, clusters ...*Cluster) (*SecretScan, error) {
+	s := &SecretScan{clusters: clusters, values: map[string]string{}}
 	record := func(o any) {
 		if sec, ok := o.(*corev1.Secret); ok {
 			s.add(sec)
 		}
 	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, o any) { record(o) }}); err != nil {
-		return nil, err
-	}
-	go func() { _ = ca.Start(ctx) }()
-	if !ca.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("secret watch of %s did not sync", c.Name)
+	for _, c := range clusters {
+		ca, err := cache.New(c.Config, cache.Options{Scheme: c.Client.Scheme()})
+		if err != nil {
+			return nil, err
+		}
+		inf, err := ca.GetInformer(ctx, &corev1.Secret{})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, o any) { record(o) }}); err != nil {
+			return nil, err
+		}
+		go func() { _ = ca.Start(ctx) }()
+		if !ca.WaitForCacheSync(ctx) {
+			return nil, fmt.Errorf("secret watch of %s did not sync", c.Name)
+		}
 	}
 	return s, nil
 }
@@ -132,7 +136,7 @@ func (s *SecretScan) Sources() []string {
 const selfCheck = "the scan's self-check"
 
 // Leaks reports each recorded value, raw or base64, found in texts (name -> text, e.g. the
-// logs), in any Event of the cluster or in the status of any of drover's objects there. Only
+// logs), in any Event of the clusters or in the status of any of drover's objects there. Only
 // where each was found is reported, never the value. The scan checks itself on a planted value.
 func (s *SecretScan) Leaks(ctx context.Context, texts map[string]string) ([]string, error) {
 	all := map[string]string{}
@@ -148,35 +152,9 @@ func (s *SecretScan) Leaks(ctx context.Context, texts map[string]string) ([]stri
 	if _, ok := all[selfCheck]; !ok {
 		return nil, fmt.Errorf("no secret values recorded")
 	}
-	var evs eventsv1.EventList
-	if err := s.c.Client.List(ctx, &evs); err != nil {
-		return nil, err
-	}
-	for _, e := range evs.Items {
-		all["Event "+e.Namespace+"/"+e.Name] = e.Note
-	}
-	var coreEvs corev1.EventList
-	if err := s.c.Client.List(ctx, &coreEvs); err != nil {
-		return nil, err
-	}
-	for _, e := range coreEvs.Items {
-		all["Event "+e.Namespace+"/"+e.Name] = e.Message
-	}
-	defs, err := crds.Load()
-	if err != nil {
-		return nil, err
-	}
-	for _, crd := range defs {
-		for _, v := range crd.Spec.Versions {
-			l := &unstructured.UnstructuredList{}
-			l.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.ListKind})
-			if err := s.c.Client.List(ctx, l); err != nil {
-				return nil, fmt.Errorf("list %s: %w", crd.Name, err)
-			}
-			for _, o := range l.Items {
-				status, _ := json.Marshal(o.Object["status"])
-				all[crd.Spec.Names.Kind+" "+o.GetNamespace()+"/"+o.GetName()+" status"] = string(status)
-			}
+	for _, c := range s.clusters {
+		if err := clusterTexts(ctx, c, all); err != nil {
+			return nil, err
 		}
 	}
 	s.mu.Lock()
@@ -195,4 +173,44 @@ func (s *SecretScan) Leaks(ctx context.Context, texts map[string]string) ([]stri
 		return nil, fmt.Errorf("the scan did not find the value planted in %q", selfCheck)
 	}
 	return slices.Delete(leaks, i, i+1), nil
+}
+
+// clusterTexts adds every Event of c and the status of every drover object there to texts.
+func clusterTexts(ctx context.Context, c *Cluster, texts map[string]string) error {
+	var evs eventsv1.EventList
+	if err := c.Client.List(ctx, &evs); err != nil {
+		return err
+	}
+	for _, e := range evs.Items {
+		texts[c.Name+": Event "+e.Namespace+"/"+e.Name] = e.Note
+	}
+	var coreEvs corev1.EventList
+	if err := c.Client.List(ctx, &coreEvs); err != nil {
+		return err
+	}
+	for _, e := range coreEvs.Items {
+		texts[c.Name+": Event "+e.Namespace+"/"+e.Name] = e.Message
+	}
+	defs, err := crds.Load()
+	if err != nil {
+		return err
+	}
+	for _, crd := range defs {
+		for _, v := range crd.Spec.Versions {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.ListKind})
+			err := c.Client.List(ctx, l)
+			if meta.IsNoMatchError(err) {
+				continue // a downstream cluster: no drover CRDs
+			}
+			if err != nil {
+				return fmt.Errorf("list %s in %s: %w", crd.Name, c.Name, err)
+			}
+			for _, o := range l.Items {
+				status, _ := json.Marshal(o.Object["status"])
+				texts[c.Name+": "+crd.Spec.Names.Kind+" "+o.GetNamespace()+"/"+o.GetName()+" status"] = string(status)
+			}
+		}
+	}
+	return nil
 }

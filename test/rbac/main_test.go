@@ -32,6 +32,7 @@ import (
 	"github.com/droverhq/drover/internal/gitrepo"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/hosted/eks"
+	"github.com/droverhq/drover/internal/logging"
 	migrationcontroller "github.com/droverhq/drover/internal/migration/controller"
 	"github.com/droverhq/drover/internal/registration"
 	"github.com/droverhq/drover/internal/server"
@@ -52,7 +53,7 @@ var (
 	denied       = &forbiddenLog{}
 )
 
-// logs holds every log line of the suite, at every verbosity, for the secret scan.
+// logs holds every log line of the suite, at every verbosity drover emits, for the secret scan.
 var logs = &envtest.LogBuffer{}
 
 func TestMain(m *testing.M) {
@@ -60,7 +61,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("DROVER_TEST_LOG") != "" {
 		out = io.MultiWriter(logs, os.Stderr)
 	}
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(out), zap.Level(zapcore.Level(-127))))
+	ctrl.SetLogger(logging.Capped(zap.New(zap.UseDevMode(true), zap.WriteTo(out), zap.Level(zapcore.Level(-127)))))
 	os.Exit(run(m))
 }
 
@@ -76,7 +77,7 @@ func run(m *testing.M) int {
 	defer func() { _ = cluster.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	secrets, err := cluster.StartSecretScan(ctx)
+	secrets, err := envtest.StartSecretScan(ctx, cluster)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -24,6 +24,7 @@ import (
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/internal/logging"
 	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 	"github.com/droverhq/drover/test/envtest"
 )
@@ -35,13 +36,14 @@ func TestMain(m *testing.M) {
 		runEKSSimChild() // a benchmark's out-of-process simulator
 	}
 	flag.Parse()
-	// Tests log at every verbosity, for the secret scan below; benchmarks log nothing.
+	// Tests log at every verbosity drover emits (logging.Capped), for the secret scan below;
+	// benchmarks log nothing.
 	benchmarking := flag.Lookup("test.bench").Value.String() != ""
 	logs := &envtest.LogBuffer{}
 	if benchmarking {
 		ctrllog.SetLogger(logr.Discard())
 	} else {
-		ctrllog.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(logs), zap.Level(zapcore.Level(-127))))
+		ctrllog.SetLogger(logging.Capped(zap.New(zap.UseDevMode(true), zap.WriteTo(logs), zap.Level(zapcore.Level(-127)))))
 	}
 	var err error
 	mgmt, err = envtest.Start("management", envtest.Options{InstallCRDs: true})
@@ -52,7 +54,7 @@ func TestMain(m *testing.M) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var secrets *envtest.SecretScan
 	if !benchmarking {
-		if secrets, err = mgmt.StartSecretScan(ctx); err != nil {
+		if secrets, err = envtest.StartSecretScan(ctx, mgmt); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -7,7 +7,9 @@ package integration
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +22,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +41,7 @@ import (
 	"github.com/droverhq/drover/internal/hosted/eks"
 	"github.com/droverhq/drover/internal/hosted/gke"
 	"github.com/droverhq/drover/internal/hosted/join"
+	"github.com/droverhq/drover/internal/logging"
 	"github.com/droverhq/drover/internal/registration"
 	"github.com/droverhq/drover/internal/registration/config"
 	"github.com/droverhq/drover/internal/server"
@@ -72,10 +76,20 @@ func register(t testing.TB, r simcore.TokenReviewer) {
 	t.Cleanup(reviewers.Add(r))
 }
 
+// logs holds the tests' log lines at every verbosity drover emits, for the secret scan; benchmarks log
+// nothing.
+var logs = &envtest.LogBuffer{}
+
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	if os.Getenv("DROVER_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	flag.Parse()
+	switch {
+	case flag.Lookup("test.bench").Value.String() != "":
+		ctrl.SetLogger(logr.Discard())
+		logs = nil
+	case os.Getenv("DROVER_TEST_LOG") != "":
+		ctrl.SetLogger(logging.Capped(zap.New(zap.UseDevMode(true), zap.WriteTo(io.MultiWriter(logs, os.Stderr)), zap.Level(zapcore.Level(-127)))))
+	default:
+		ctrl.SetLogger(logging.Capped(zap.New(zap.UseDevMode(true), zap.WriteTo(logs), zap.Level(zapcore.Level(-127)))))
 	}
 	os.Exit(run(m))
 }
@@ -123,12 +137,35 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	var secrets *envtest.SecretScan
+	if logs != nil {
+		if secrets, err = envtest.StartSecretScan(ctx, mgmt, downstream); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	done, err := startControllers(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	code := m.Run()
+	// Secret values (cloud keys, the hosted clusters' kubeconfig tokens, the agents' tokens on
+	// both sides) never reach a log line, an Event or a status.
+	if code == 0 && secrets != nil && !testing.Short() {
+		leaks, err := secrets.Leaks(ctx, map[string]string{"the logs": logs.String(), "the Events recorded": events.String()})
+		switch {
+		case err != nil:
+			fmt.Fprintln(os.Stderr, "secret scan:", err)
+			code = 1
+		case secrets.Len() < 3:
+			fmt.Fprintf(os.Stderr, "secret scan: only %d secret values recorded (%v); the scan would prove nothing\n", secrets.Len(), secrets.Sources())
+			code = 1
+		case len(leaks) > 0:
+			fmt.Fprintf(os.Stderr, "secret values leaked:\n  %s\n", strings.Join(leaks, "\n  "))
+			code = 1
+		}
+	}
 	cancel()
 	<-done
 	return code
