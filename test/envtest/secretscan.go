@@ -5,13 +5,18 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,8 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/droverhq/drover/internal/crds"
+	"github.com/droverhq/drover/internal/logging"
 )
 
 // LogBuffer collects log lines from any goroutine (a logr sink's writer).
@@ -213,4 +220,38 @@ func clusterTexts(ctx context.Context, c *Cluster, texts map[string]string) erro
 		}
 	}
 	return nil
+}
+
+// Check is the end of a test binary's scan: an error if fewer than minValues credentials were
+// recorded (the scan would prove nothing) or if any leaked, naming where (never the value).
+func (s *SecretScan) Check(ctx context.Context, minValues int, texts map[string]string) error {
+	leaks, err := s.Leaks(ctx, texts)
+	switch {
+	case err != nil:
+		return fmt.Errorf("secret scan: %w", err)
+	case s.Len() < minValues:
+		return fmt.Errorf("secret scan: only %d secret values recorded (%v), want at least %d: the scan would prove nothing", s.Len(), s.Sources(), minValues)
+	case len(leaks) > 0:
+		return fmt.Errorf("secret values leaked:\n  %s", strings.Join(leaks, "\n  "))
+	}
+	return nil
+}
+
+// SuiteLogger is the logger of a test binary whose logs a SecretScan searches: drover's own
+// capped logger (logging.Capped) at its highest verbosity, into logs, and to stderr too when
+// DROVER_TEST_LOG is set.
+func SuiteLogger(logs *LogBuffer) logr.Logger {
+	var out io.Writer = logs
+	if os.Getenv("DROVER_TEST_LOG") != "" {
+		out = io.MultiWriter(logs, os.Stderr)
+	}
+	return logging.Capped(zap.New(zap.UseDevMode(true), zap.WriteTo(out), zap.Level(zapcore.Level(-logging.MaxVerbosity))))
+}
+
+// Benchmarking reports whether the test binary runs benchmarks (-test.bench), which should not
+// pay for logging every line. It parses the flags.
+func Benchmarking() bool {
+	flag.Parse()
+	f := flag.Lookup("test.bench")
+	return f != nil && f.Value.String() != ""
 }

@@ -13,26 +13,22 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/crds"
 	"github.com/droverhq/drover/internal/gitrepo"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/hosted/eks"
-	"github.com/droverhq/drover/internal/logging"
 	migrationcontroller "github.com/droverhq/drover/internal/migration/controller"
 	"github.com/droverhq/drover/internal/registration"
 	"github.com/droverhq/drover/internal/server"
@@ -57,11 +53,7 @@ var (
 var logs = &envtest.LogBuffer{}
 
 func TestMain(m *testing.M) {
-	var out io.Writer = logs
-	if os.Getenv("DROVER_TEST_LOG") != "" {
-		out = io.MultiWriter(logs, os.Stderr)
-	}
-	ctrl.SetLogger(logging.Capped(zap.New(zap.UseDevMode(true), zap.WriteTo(out), zap.Level(zapcore.Level(-127)))))
+	ctrl.SetLogger(envtest.SuiteLogger(logs))
 	os.Exit(run(m))
 }
 
@@ -99,16 +91,8 @@ func run(m *testing.M) int {
 	// flows made (the EKS keys, registration tokens and answers, the agent's credentials, the
 	// kubeconfigs), searched for in all of them.
 	if code == 0 && !testing.Short() {
-		leaks, err := secrets.Leaks(ctx, map[string]string{"the logs": logs.String()})
-		switch {
-		case err != nil:
-			fmt.Fprintln(os.Stderr, "secret scan:", err)
-			code = 1
-		case secrets.Len() < 6:
-			fmt.Fprintf(os.Stderr, "secret scan: only %d secret values recorded (%v); the scan would prove nothing\n", secrets.Len(), secrets.Sources())
-			code = 1
-		case len(leaks) > 0:
-			fmt.Fprintf(os.Stderr, "secret values leaked:\n  %s\n", strings.Join(leaks, "\n  "))
+		if err := secrets.Check(ctx, 6, map[string]string{"the logs": logs.String()}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
 	}

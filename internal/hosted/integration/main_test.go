@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,12 +17,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted"
-	"github.com/droverhq/drover/internal/logging"
 	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 	"github.com/droverhq/drover/test/envtest"
 )
@@ -35,15 +31,14 @@ func TestMain(m *testing.M) {
 	if os.Getenv(simChildEnv) != "" {
 		runEKSSimChild() // a benchmark's out-of-process simulator
 	}
-	flag.Parse()
-	// Tests log at every verbosity drover emits (logging.Capped), for the secret scan below;
-	// benchmarks log nothing.
-	benchmarking := flag.Lookup("test.bench").Value.String() != ""
+	// Tests log at every verbosity drover emits, for the secret scan below; benchmarks log
+	// nothing.
+	benchmarking := envtest.Benchmarking()
 	logs := &envtest.LogBuffer{}
 	if benchmarking {
 		ctrllog.SetLogger(logr.Discard())
 	} else {
-		ctrllog.SetLogger(logging.Capped(zap.New(zap.UseDevMode(true), zap.WriteTo(logs), zap.Level(zapcore.Level(-127)))))
+		ctrllog.SetLogger(envtest.SuiteLogger(logs))
 	}
 	var err error
 	mgmt, err = envtest.Start("management", envtest.Options{InstallCRDs: true})
@@ -63,16 +58,8 @@ func TestMain(m *testing.M) {
 	// Secret values (the providers' keys, client secrets, service-account keys) never reach a
 	// log line, an Event or a status.
 	if code == 0 && secrets != nil && !testing.Short() {
-		leaks, err := secrets.Leaks(ctx, map[string]string{"the logs": logs.String(), "the Events recorded": allEvents()})
-		switch {
-		case err != nil:
-			fmt.Fprintln(os.Stderr, "secret scan:", err)
-			code = 1
-		case secrets.Len() < 3:
-			fmt.Fprintf(os.Stderr, "secret scan: only %d secret values recorded (%v); the scan would prove nothing\n", secrets.Len(), secrets.Sources())
-			code = 1
-		case len(leaks) > 0:
-			fmt.Fprintf(os.Stderr, "secret values leaked:\n  %s\n", strings.Join(leaks, "\n  "))
+		if err := secrets.Check(ctx, 3, map[string]string{"the logs": logs.String(), "the Events recorded": allEvents()}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
 	}

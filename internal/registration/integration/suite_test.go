@@ -22,7 +22,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -45,9 +44,15 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// logs holds the tests' log lines at every verbosity drover emits, for the secret scan;
+// benchmarks log nothing (nil).
+var logs = &envtest.LogBuffer{}
+
 func run(m *testing.M) int {
-	if os.Getenv("DROVER_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	if envtest.Benchmarking() {
+		logs = nil
+	} else {
+		ctrl.SetLogger(envtest.SuiteLogger(logs))
 	}
 	type result struct {
 		c   *envtest.Cluster
@@ -73,12 +78,27 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	var secrets *envtest.SecretScan
+	if logs != nil {
+		if secrets, err = envtest.StartSecretScan(ctx, mgmt, downstream); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	done, err := startControllers(ctx, mgmt.Config, true, "0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	code := m.Run()
+	// Import, request and renewal tokens, registration answers and the agents' credentials on
+	// both sides never reach a log line, an Event or a status.
+	if code == 0 && secrets != nil && !testing.Short() {
+		if err := secrets.Check(ctx, 5, map[string]string{"the logs": logs.String()}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
 	cancel()
 	<-done
 	return code

@@ -7,9 +7,7 @@ package integration
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +20,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +28,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/droverhq/drover/internal/agent"
@@ -41,7 +37,6 @@ import (
 	"github.com/droverhq/drover/internal/hosted/eks"
 	"github.com/droverhq/drover/internal/hosted/gke"
 	"github.com/droverhq/drover/internal/hosted/join"
-	"github.com/droverhq/drover/internal/logging"
 	"github.com/droverhq/drover/internal/registration"
 	"github.com/droverhq/drover/internal/registration/config"
 	"github.com/droverhq/drover/internal/server"
@@ -81,15 +76,11 @@ func register(t testing.TB, r simcore.TokenReviewer) {
 var logs = &envtest.LogBuffer{}
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	switch {
-	case flag.Lookup("test.bench").Value.String() != "":
+	if envtest.Benchmarking() {
 		ctrl.SetLogger(logr.Discard())
 		logs = nil
-	case os.Getenv("DROVER_TEST_LOG") != "":
-		ctrl.SetLogger(logging.Capped(zap.New(zap.UseDevMode(true), zap.WriteTo(io.MultiWriter(logs, os.Stderr)), zap.Level(zapcore.Level(-127)))))
-	default:
-		ctrl.SetLogger(logging.Capped(zap.New(zap.UseDevMode(true), zap.WriteTo(logs), zap.Level(zapcore.Level(-127)))))
+	} else {
+		ctrl.SetLogger(envtest.SuiteLogger(logs))
 	}
 	os.Exit(run(m))
 }
@@ -153,16 +144,8 @@ func run(m *testing.M) int {
 	// Secret values (cloud keys, the hosted clusters' kubeconfig tokens, the agents' tokens on
 	// both sides) never reach a log line, an Event or a status.
 	if code == 0 && secrets != nil && !testing.Short() {
-		leaks, err := secrets.Leaks(ctx, map[string]string{"the logs": logs.String(), "the Events recorded": events.String()})
-		switch {
-		case err != nil:
-			fmt.Fprintln(os.Stderr, "secret scan:", err)
-			code = 1
-		case secrets.Len() < 3:
-			fmt.Fprintf(os.Stderr, "secret scan: only %d secret values recorded (%v); the scan would prove nothing\n", secrets.Len(), secrets.Sources())
-			code = 1
-		case len(leaks) > 0:
-			fmt.Fprintf(os.Stderr, "secret values leaked:\n  %s\n", strings.Join(leaks, "\n  "))
+		if err := secrets.Check(ctx, 3, map[string]string{"the logs": logs.String(), "the Events recorded": events.String()}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
 	}
