@@ -199,7 +199,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.finishGrant(ctx, cr, before, siblings, clusterUID.(types.UID), renewal != nil)
 	}
 
-	importSA, err := r.importIdentity(ctx, cr, renewal != nil)
+	importSA, boundTo, err := r.importIdentity(ctx, cr, renewal != nil)
+	if err == nil && boundTo != "" {
+		err = r.checkBoundCluster(ctx, cr, boundTo)
+	}
 	if err != nil {
 		var denied deniedError
 		if errors.As(err, &denied) {
@@ -472,26 +475,46 @@ func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.
 }
 
 // importIdentity is the ServiceAccount of the token the registration was made with: only it
-// may read the answer.
-func (r *Reconciler) importIdentity(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, renewal bool) (string, error) {
+// may read the answer. boundTo is the UID of the one Cluster the token may register, for the
+// import tokens drover makes for a Cluster (manager-initiated import), else "".
+func (r *Reconciler) importIdentity(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, renewal bool) (sa, boundTo string, err error) {
 	if renewal {
-		return names.RenewalServiceAccount, nil
+		return names.RenewalServiceAccount, "", nil
 	}
 	name := cr.Labels[fleetv1alpha1.TokenLabel]
 	if name == "" {
-		return "", deniedError{fleetv1alpha1.ReasonRegistrationFailed, "Registration has no " + fleetv1alpha1.TokenLabel + " label"}
+		return "", "", deniedError{fleetv1alpha1.ReasonRegistrationFailed, "Registration has no " + fleetv1alpha1.TokenLabel + " label"}
 	}
 	tok := &fleetv1alpha1.ClusterRegistrationToken{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cr.Namespace, Name: name}, tok); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", deniedError{fleetv1alpha1.ReasonRegistrationFailed, fmt.Sprintf("Registration token %s does not exist", name)}
+			return "", "", deniedError{fleetv1alpha1.ReasonRegistrationFailed, fmt.Sprintf("Registration token %s does not exist", name)}
 		}
-		return "", fmt.Errorf("get token %s: %w", name, err)
+		return "", "", fmt.Errorf("get token %s: %w", name, err)
 	}
 	if tok.Status.ServiceAccountName == "" {
-		return "", fmt.Errorf("token %s has no import identity yet", name)
+		return "", "", fmt.Errorf("token %s has no import identity yet", name)
 	}
-	return tok.Status.ServiceAccountName, nil
+	return tok.Status.ServiceAccountName, tok.Labels[fleetv1alpha1.ClusterUIDLabel], nil
+}
+
+// checkBoundCluster refuses a registration made with a Cluster's own import token for any
+// other cluster. That token sits in the bootstrap Secret on the downstream cluster; without
+// this, whoever can read it there could register clusters of their own into the workspace,
+// each getting the workspace's Bundles.
+func (r *Reconciler) checkBoundCluster(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, clusterUID string) error {
+	var list fleetv1alpha1.ClusterList
+	if err := r.Client.List(ctx, &list, client.InNamespace(cr.Namespace), client.MatchingFields{ClientIDIndex: cr.Spec.ClientID}); err != nil {
+		return fmt.Errorf("list clusters by clientID: %w", err)
+	}
+	for _, c := range list.Items {
+		if string(c.UID) == clusterUID {
+			return nil
+		}
+	}
+	return deniedError{fleetv1alpha1.ReasonTokenForOtherCluster, fmt.Sprintf(
+		"Token %s was made for one Cluster's agent (manager-initiated import) and registers only that Cluster; clientID %q is not its clientID. Register other clusters with a token of their own (drover token create)",
+		cr.Labels[fleetv1alpha1.TokenLabel], cr.Spec.ClientID)}
 }
 
 // The import identity's right to read the answers of its token's registrations is kept in a

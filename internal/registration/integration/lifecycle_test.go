@@ -20,6 +20,7 @@ import (
 	"github.com/droverhq/drover/internal/agent/manifests"
 	"github.com/droverhq/drover/internal/agent/register"
 	"github.com/droverhq/drover/internal/registration/local"
+	"github.com/droverhq/drover/internal/registration/names"
 )
 
 func countRegistrations(t *testing.T, ws string) int {
@@ -249,6 +250,47 @@ func TestManagerInitiatedImport(t *testing.T) {
 		t.Errorf("agent registered as cluster %q, want imported", got)
 	}
 	deployAndWait(t, ws, "imported")
+
+	// The import token drover made for this Cluster sits in the bootstrap Secret downstream:
+	// whoever reads it there cannot register another cluster into the workspace with it.
+	t.Run("its import token registers no other cluster", func(t *testing.T) {
+		tok := &fleetv1alpha1.ClusterRegistrationToken{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: names.ImportTokenName("imported")}, tok); err != nil {
+			t.Fatal(err)
+		}
+		values := &corev1.Secret{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: tok.Status.SecretName}, values); err != nil {
+			t.Fatal(err)
+		}
+		imp := tokenClient(t, values.Data[fleetv1alpha1.KeyToken])
+		cr := &fleetv1alpha1.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ws, GenerateName: "request-",
+			Labels:      map[string]string{fleetv1alpha1.TokenLabel: tok.Name},
+			Annotations: map[string]string{names.SecretNameAnnotation: names.SecretNameLengthPrefixed}},
+			Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: "intruder-" + ws, ClientRandom: "0123456789abcdef0123"}}
+		if err := imp.Create(ctx, cr); err != nil {
+			t.Fatalf("the import identity may create registrations in its workspace: %v", err)
+		}
+		eventually(t, 20*time.Second, func() error {
+			got := &fleetv1alpha1.ClusterRegistration{}
+			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(cr), got); err != nil {
+				return err
+			}
+			c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionGranted)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != fleetv1alpha1.ReasonTokenForOtherCluster || !strings.Contains(c.Message, "drover token create") {
+				return fmt.Errorf("registration with another clientID: Granted %+v, want False/%s", c, fleetv1alpha1.ReasonTokenForOtherCluster)
+			}
+			return nil
+		})
+		var clusters fleetv1alpha1.ClusterList
+		if err := mgmt.Client.List(ctx, &clusters, client.InNamespace(ws)); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range clusters.Items {
+			if c.Spec.ClientID == cr.Spec.ClientID {
+				t.Errorf("Cluster %s created for the refused registration", c.Name)
+			}
+		}
+	})
 
 	t.Run("changed apiServerURL redeploys the agent", func(t *testing.T) {
 		url := mgmt.Config.Host + "/"
