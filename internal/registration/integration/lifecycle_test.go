@@ -281,15 +281,7 @@ func TestManagerInitiatedImport(t *testing.T) {
 			}
 			return nil
 		})
-		var clusters fleetv1alpha1.ClusterList
-		if err := mgmt.Client.List(ctx, &clusters, client.InNamespace(ws)); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range clusters.Items {
-			if c.Spec.ClientID == cr.Spec.ClientID {
-				t.Errorf("Cluster %s created for the refused registration", c.Name)
-			}
-		}
+		noClusterFor(t, ws, cr.Spec.ClientID)
 	})
 
 	t.Run("changed apiServerURL redeploys the agent", func(t *testing.T) {
@@ -485,14 +477,21 @@ func TestBadInput(t *testing.T) {
 			}
 			return nil
 		})
-		var clusters fleetv1alpha1.ClusterList
-		if err := mgmt.Client.List(ctx, &clusters, client.InNamespace(ws)); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range clusters.Items {
-			if c.Spec.ClientID == cr.Spec.ClientID {
-				t.Errorf("cluster %s created for a rejected registration", c.Name)
-			}
-		}
+		noClusterFor(t, ws, cr.Spec.ClientID)
 	})
+}
+
+// noClusterFor fails the test if workspace ws has a Cluster for clientID (made for a
+// registration drover refused).
+func noClusterFor(t *testing.T, ws, clientID string) {
+	t.Helper()
+	var clusters fleetv1alpha1.ClusterList
+	if err := mgmt.Client.List(t.Context(), &clusters, client.InNamespace(ws)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clusters.Items {
+		if c.Spec.ClientID == clientID {
+			t.Errorf("Cluster %s created for a refused registration", c.Name)
+		}
+	}
 }
