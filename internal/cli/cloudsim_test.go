@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,30 +12,14 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/droverhq/drover/pkg/cloudsim/eks"
+	"github.com/droverhq/drover/test/envtest"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestCloudsimServesTheSDKs runs `drover cloudsim` and uses what it prints to point the
 // unmodified SDKs at it.
 func TestCloudsimServesTheSDKs(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	out := &syncBuffer{}
+	out := &envtest.SyncBuffer{}
 	cmd := NewRootCommand()
 	cmd.SetArgs([]string{"cloudsim", "--listen", "127.0.0.1:0", "--eks", "--gke", "--delay", "10ms", "--dir", t.TempDir()})
 	cmd.SetOut(out)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -130,4 +131,42 @@ func Missing(ctx context.Context, c client.Client) ([]string, error) {
 		}
 	}
 	return missing, nil
+}
+
+// Ensure makes drover's API definitions ready for the server: with install, it applies the
+// CRDs and the admission policy; without (--install-crds=false: Helm or GitOps owns them), it
+// checks that they are there, naming what is missing and how to add it. Either way it waits
+// until the API server serves every CRD. The policy goes with the CRDs: without it an agent's
+// identity could rewrite its Cluster's status, so drover does not run without it.
+func Ensure(ctx context.Context, c client.Client, dc discovery.DiscoveryInterface, install bool) error {
+	if install {
+		if err := Install(ctx, c); err != nil {
+			return fmt.Errorf("install drover CRDs: %w", err)
+		}
+	} else {
+		missing, err := Missing(ctx, c)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("--install-crds=false but the cluster lacks drover's CRDs %s: install them (the chart with installCRDs=true, or kubectl apply -f config/crd/bases) or drop --install-crds=false", strings.Join(missing, ", "))
+		}
+	}
+	if err := WaitServed(ctx, dc, 30*time.Second); err != nil {
+		return err
+	}
+	if install {
+		if err := InstallPolicies(ctx, c); err != nil {
+			return fmt.Errorf("install drover's admission policy: %w", err)
+		}
+		return nil
+	}
+	missing, err := MissingPolicies(ctx, c)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("--install-crds=false but the cluster lacks drover's admission policy %s, which keeps each agent to its own status report: apply it (kubectl apply -f config/admission, or the chart with installCRDs=true) or drop --install-crds=false", strings.Join(missing, ", "))
+	}
+	return nil
 }

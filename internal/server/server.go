@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -175,40 +174,12 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create client: %w", err)
 	}
-	if !opts.SkipCRDInstall {
-		if err := crds.Install(ctx, c); err != nil {
-			return fmt.Errorf("install drover CRDs: %w", err)
-		}
-	} else {
-		missing, err := crds.Missing(ctx, c)
-		if err != nil {
-			return err
-		}
-		if len(missing) > 0 {
-			return fmt.Errorf("--install-crds=false but the cluster lacks drover's CRDs %s: install them (the chart with installCRDs=true, or kubectl apply -f config/crd/bases) or drop --install-crds=false", strings.Join(missing, ", "))
-		}
-	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create discovery client: %w", err)
 	}
-	if err := crds.WaitServed(ctx, dc, 30*time.Second); err != nil {
+	if err := crds.Ensure(ctx, c, dc, !opts.SkipCRDInstall); err != nil {
 		return err
-	}
-	// The policy keeping agents to their own status report goes with the CRDs: without it an
-	// agent's identity could rewrite its Cluster's conditions. drover does not run without it.
-	if !opts.SkipCRDInstall {
-		if err := crds.InstallPolicies(ctx, c); err != nil {
-			return fmt.Errorf("install drover's admission policy: %w", err)
-		}
-	} else {
-		missing, err := crds.MissingPolicies(ctx, c)
-		if err != nil {
-			return err
-		}
-		if len(missing) > 0 {
-			return fmt.Errorf("--install-crds=false but the cluster lacks drover's admission policy %s, which keeps each agent to its own status report: apply it (kubectl apply -f config/admission, or the chart with installCRDs=true) or drop --install-crds=false", strings.Join(missing, ", "))
-		}
 	}
 	if err := ensureNamespace(ctx, c, SystemNamespace); err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +30,7 @@ import (
 // droverServer is a running `drover server` process.
 type droverServer struct {
 	cmd     *exec.Cmd
-	out     *syncBuffer
+	out     *envtest.SyncBuffer
 	dataDir string
 	health  string
 	done    chan error
@@ -49,7 +48,7 @@ func freeAddr(t testing.TB) string {
 
 func startServer(t testing.TB, dataDir string, extra ...string) *droverServer {
 	t.Helper()
-	s := &droverServer{out: &syncBuffer{}, dataDir: dataDir, health: freeAddr(t), done: make(chan error, 1)}
+	s := &droverServer{out: &envtest.SyncBuffer{}, dataDir: dataDir, health: freeAddr(t), done: make(chan error, 1)}
 	args := append([]string{"server", "--data-dir", dataDir, "--bin-dir", binDir, "--apiserver-port", "0",
 		"--metrics-bind-address", freeAddr(t), "--health-probe-bind-address", s.health}, extra...)
 	s.cmd = exec.Command(droverBin, args...)
@@ -60,24 +59,6 @@ func startServer(t testing.TB, dataDir string, extra ...string) *droverServer {
 	go func() { s.done <- s.cmd.Wait() }()
 	t.Cleanup(func() { _ = s.cmd.Process.Kill() })
 	return s
-}
-
-// syncBuffer is the server's output, written by the process's copier while tests read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func (s *droverServer) waitReady(t testing.TB) {

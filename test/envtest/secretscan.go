@@ -30,24 +30,6 @@ import (
 	"github.com/droverhq/drover/internal/logging"
 )
 
-// LogBuffer collects log lines from any goroutine (a logr sink's writer).
-type LogBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *LogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *LogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // SecretScan records the credentials of every Secret that exists in a cluster at any time while
 // tests run (an admin watch), and finds them afterwards in logs, Events, the statuses of drover's
 // objects and other texts: secret values must never reach any of those.
@@ -240,7 +222,7 @@ func (s *SecretScan) Check(ctx context.Context, minValues int, texts map[string]
 // SuiteLogger is the logger of a test binary whose logs a SecretScan searches: drover's own
 // capped logger (logging.Capped) at its highest verbosity, into logs, and to stderr too when
 // DROVER_TEST_LOG is set.
-func SuiteLogger(logs *LogBuffer) logr.Logger {
+func SuiteLogger(logs *SyncBuffer) logr.Logger {
 	var out io.Writer = logs
 	if os.Getenv("DROVER_TEST_LOG") != "" {
 		out = io.MultiWriter(logs, os.Stderr)

@@ -50,7 +50,7 @@ var (
 )
 
 // logs holds every log line of the suite, at every verbosity drover emits, for the secret scan.
-var logs = &envtest.LogBuffer{}
+var logs = &envtest.SyncBuffer{}
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(envtest.SuiteLogger(logs))

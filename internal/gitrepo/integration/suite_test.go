@@ -56,7 +56,7 @@ var (
 
 // logs holds the tests' log lines at every verbosity drover emits, for the secret scan;
 // benchmarks log nothing (nil).
-var logs = &envtest.LogBuffer{}
+var logs = &envtest.SyncBuffer{}
 
 func TestMain(m *testing.M) {
 	if envtest.Benchmarking() {

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	// Tests log at every verbosity drover emits, for the secret scan below; benchmarks log
 	// nothing.
 	benchmarking := envtest.Benchmarking()
-	logs := &envtest.LogBuffer{}
+	logs := &envtest.SyncBuffer{}
 	if benchmarking {
 		ctrllog.SetLogger(logr.Discard())
 	} else {

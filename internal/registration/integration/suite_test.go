@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 
 // logs holds the tests' log lines at every verbosity drover emits, for the secret scan;
 // benchmarks log nothing (nil).
-var logs = &envtest.LogBuffer{}
+var logs = &envtest.SyncBuffer{}
 
 func run(m *testing.M) int {
 	if envtest.Benchmarking() {

@@ -73,7 +73,7 @@ func register(t testing.TB, r simcore.TokenReviewer) {
 
 // logs holds the tests' log lines at every verbosity drover emits, for the secret scan; benchmarks log
 // nothing.
-var logs = &envtest.LogBuffer{}
+var logs = &envtest.SyncBuffer{}
 
 func TestMain(m *testing.M) {
 	if envtest.Benchmarking() {
