@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"net/http"
 	"net/url"
 	"slices"
@@ -98,7 +99,7 @@ func (s *Server) authenticate(r *http.Request, body []byte, service string) (str
 		sum := sha256.Sum256(body)
 		payloadHash = hex.EncodeToString(sum[:])
 	}
-	if !s.signatureValid(r, canonicalQuery(r.URL.RawQuery), a, secret, amzDate, payloadHash) {
+	if !signatureValid(r, canonicalQuery(r.URL.RawQuery), a, s.keys.get(a.accessKey, secret, a.date, a.region, a.service), amzDate, payloadHash) {
 		return "", "", errBadSignature
 	}
 	return a.region, a.accessKey, nil
@@ -106,54 +107,81 @@ func (s *Server) authenticate(r *http.Request, body []byte, service string) (str
 
 // signatureValid recomputes the SigV4 signature of r from its canonical request (with the given
 // canonical query and payload hash) and compares it with a's, in constant time.
-func (s *Server) signatureValid(r *http.Request, query string, a sigV4Auth, secret, amzDate, payloadHash string) bool {
-	var cr strings.Builder
-	cr.Grow(512)
-	cr.WriteString(r.Method)
-	cr.WriteByte('\n')
+func signatureValid(r *http.Request, query string, a sigV4Auth, key []byte, amzDate, payloadHash string) bool {
+	return newVerifier(key).valid(r, query, a, amzDate, payloadHash)
+}
+
+// verifier checks signatures made with one signing key, reusing its buffers and HMAC state: a
+// token review checks one token against every cluster name a backend serves.
+type verifier struct {
+	mac hash.Hash
+	buf []byte
+}
+
+func newVerifier(key []byte) *verifier {
+	return &verifier{mac: hmac.New(sha256.New, key), buf: make([]byte, 0, 1024)}
+}
+
+func (v *verifier) valid(r *http.Request, query string, a sigV4Auth, amzDate, payloadHash string) bool {
+	b := append(v.buf[:0], r.Method...)
+	b = append(b, '\n')
 	path := r.URL.EscapedPath()
 	if path == "" {
 		path = "/"
 	}
-	cr.WriteString(httpbinding.EscapePath(path, false))
-	cr.WriteByte('\n')
-	cr.WriteString(query)
-	cr.WriteByte('\n')
+	b = append(b, httpbinding.EscapePath(path, false)...)
+	b = append(b, '\n')
+	b = append(b, query...)
+	b = append(b, '\n')
 	for _, name := range a.signedHeaders {
-		cr.WriteString(name)
-		cr.WriteByte(':')
+		b = append(b, name...)
+		b = append(b, ':')
 		switch name {
 		case "host":
-			cr.WriteString(r.Host)
+			b = append(b, r.Host...)
 		case "content-length":
 			if v := r.Header.Get("Content-Length"); v != "" {
-				cr.WriteString(v)
+				b = append(b, v...)
 			} else {
-				cr.WriteString(strconv.FormatInt(r.ContentLength, 10))
+				b = strconv.AppendInt(b, r.ContentLength, 10)
 			}
 		default:
 			for i, v := range r.Header.Values(name) {
 				if i > 0 {
-					cr.WriteByte(',')
+					b = append(b, ',')
 				}
-				cr.WriteString(strings.Join(strings.Fields(v), " "))
+				b = append(b, strings.Join(strings.Fields(v), " ")...)
 			}
 		}
-		cr.WriteByte('\n')
+		b = append(b, '\n')
 	}
-	cr.WriteByte('\n')
-	cr.WriteString(strings.Join(a.signedHeaders, ";"))
-	cr.WriteByte('\n')
-	cr.WriteString(payloadHash)
+	b = append(b, '\n')
+	for i, name := range a.signedHeaders {
+		if i > 0 {
+			b = append(b, ';')
+		}
+		b = append(b, name...)
+	}
+	b = append(b, '\n')
+	b = append(b, payloadHash...)
+	crSum := sha256.Sum256(b)
 
-	crSum := sha256.Sum256([]byte(cr.String()))
-	scope := a.date + "/" + a.region + "/" + a.service + "/aws4_request"
-	toSign := sigAlgorithm + "\n" + amzDate + "\n" + scope + "\n" + hex.EncodeToString(crSum[:])
-
-	mac := hmac.New(sha256.New, s.keys.get(a.accessKey, secret, a.date, a.region, a.service))
-	mac.Write([]byte(toSign))
-	var want [64]byte
-	hex.Encode(want[:], mac.Sum(nil))
+	b = append(b[:0], sigAlgorithm+"\n"...)
+	b = append(b, amzDate...)
+	b = append(b, '\n')
+	b = append(b, a.date...)
+	b = append(b, '/')
+	b = append(b, a.region...)
+	b = append(b, '/')
+	b = append(b, a.service...)
+	b = append(b, "/aws4_request\n"...)
+	b = hex.AppendEncode(b, crSum[:])
+	v.mac.Reset()
+	v.mac.Write(b)
+	var sum [sha256.Size]byte
+	var want [2 * sha256.Size]byte
+	hex.Encode(want[:], v.mac.Sum(sum[:0]))
+	v.buf = b
 	return hmac.Equal(want[:], []byte(a.signature))
 }
 

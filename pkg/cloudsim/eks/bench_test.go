@@ -32,18 +32,8 @@ func newFleet(tb testing.TB, n int, withNodegroups bool) *eksim.Server {
 	tb.Helper()
 	clock := simcore.NewManualClock(time.Now())
 	srv := eksim.New(eksim.Options{Credentials: map[string]string{accessKey: secretKey}, Delay: delay, Clock: clock})
-	do := func(method, path, body string) {
-		w := httptest.NewRecorder()
-		srv.ServeHTTP(w, signedRequest(tb, method, benchHost+path, []byte(body), accessKey, secretKey, region))
-		if w.Code != http.StatusOK {
-			tb.Fatalf("%s %s: %d %s", method, path, w.Code, w.Body)
-		}
-	}
-	for i := range n {
-		do(http.MethodPost, "/clusters", fmt.Sprintf(`{"name":"c-%05d","version":"1.32","roleArn":%q,`+
-			`"resourcesVpcConfig":{"subnetIds":["subnet-0a1b2c3d4e5f60001","subnet-0a1b2c3d4e5f60002"],"securityGroupIds":["sg-0123456789abcdef0"]},`+
-			`"logging":{"clusterLogging":[{"types":["api","audit"],"enabled":true}]},"tags":{"team":"team-%d","env":"prod"}}`, i, roleARN, i%50))
-	}
+	do := benchDo(tb, srv)
+	createFleet(tb, srv, n)
 	clock.Advance(2 * delay)
 	if withNodegroups {
 		for i := range n {
@@ -54,6 +44,27 @@ func newFleet(tb testing.TB, n int, withNodegroups bool) *eksim.Server {
 		clock.Advance(2 * delay)
 	}
 	return srv
+}
+
+// benchDo serves one signed call to srv directly and fails unless it answers 200.
+func benchDo(tb testing.TB, srv *eksim.Server) func(method, path, body string) {
+	return func(method, path, body string) {
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, signedRequest(tb, method, benchHost+path, []byte(body), accessKey, secretKey, region))
+		if w.Code != http.StatusOK {
+			tb.Fatalf("%s %s: %d %s", method, path, w.Code, w.Body)
+		}
+	}
+}
+
+// createFleet creates clusters c-00000 … c-<n-1> in srv.
+func createFleet(tb testing.TB, srv *eksim.Server, n int) {
+	do := benchDo(tb, srv)
+	for i := range n {
+		do(http.MethodPost, "/clusters", fmt.Sprintf(`{"name":"c-%05d","version":"1.32","roleArn":%q,`+
+			`"resourcesVpcConfig":{"subnetIds":["subnet-0a1b2c3d4e5f60001","subnet-0a1b2c3d4e5f60002"],"securityGroupIds":["sg-0123456789abcdef0"]},`+
+			`"logging":{"clusterLogging":[{"types":["api","audit"],"enabled":true}]},"tags":{"team":"team-%d","env":"prod"}}`, i, roleARN, i%50))
+	}
 }
 
 var fleet struct {

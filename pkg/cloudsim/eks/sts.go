@@ -169,9 +169,37 @@ func writeSTSError(w http.ResponseWriter, r *http.Request, reqID string, e stsEr
 // knows and the 15-minute validity of a presigned GetCallerIdentity, on the simulator's clock.
 // It returns the access key that signed it and the signing time.
 func (s *Server) verifyPresigned(r *http.Request, now time.Time) (string, time.Time, *stsError) {
+	p, err := s.parsePresigned(r)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if !p.signatureValid() {
+		return "", time.Time{}, errPresignedSignature
+	}
+	if err := p.current(now); err != nil {
+		return "", time.Time{}, err
+	}
+	return p.a.accessKey, p.signedAt, nil
+}
+
+var errPresignedSignature = &stsError{http.StatusForbidden, "SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided."}
+
+// presigned is a presigned STS request whose form, key and date have been checked; what is left
+// is its signature, which covers headers that are not in the URL (an EKS token's cluster name),
+// and its age.
+type presigned struct {
+	r        *http.Request
+	query    string // canonical, without X-Amz-Signature
+	a        sigV4Auth
+	v        *verifier
+	amzDate  string
+	signedAt time.Time
+}
+
+func (s *Server) parsePresigned(r *http.Request) (*presigned, *stsError) {
 	q := r.URL.Query()
-	deny := func(code, format string, args ...any) (string, time.Time, *stsError) {
-		return "", time.Time{}, &stsError{http.StatusForbidden, code, fmt.Sprintf(format, args...)}
+	deny := func(code, format string, args ...any) (*presigned, *stsError) {
+		return nil, &stsError{http.StatusForbidden, code, fmt.Sprintf(format, args...)}
 	}
 	if q.Get("X-Amz-Algorithm") != sigAlgorithm {
 		return deny("IncompleteSignature", "X-Amz-Algorithm must be %s", sigAlgorithm)
@@ -201,17 +229,26 @@ func (s *Server) verifyPresigned(r *http.Request, now time.Time) (string, time.T
 		return deny("InvalidClientTokenId", "The security token included in the request is invalid.")
 	}
 	q.Del("X-Amz-Signature")
-	query := canonicalQuery(q.Encode())
-	if !s.signatureValid(r, query, a, secret, amzDate, emptySHA256) && !s.signatureValid(r, query, a, secret, amzDate, "UNSIGNED-PAYLOAD") {
-		return deny("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided.")
+	return &presigned{r: r, query: canonicalQuery(q.Encode()), a: a, v: newVerifier(s.keys.get(a.accessKey, secret, a.date, a.region, a.service)),
+		amzDate: amzDate, signedAt: signedAt}, nil
+}
+
+// signatureValid checks the signature against the request's current headers. Presigned URLs
+// sign either the empty payload or none.
+func (p *presigned) signatureValid() bool {
+	return p.v.valid(p.r, p.query, p.a, p.amzDate, emptySHA256) || p.v.valid(p.r, p.query, p.a, p.amzDate, "UNSIGNED-PAYLOAD")
+}
+
+// current refuses a presigned GetCallerIdentity signed more than 15 minutes from now.
+func (p *presigned) current(now time.Time) *stsError {
+	f := "20060102T150405Z"
+	if now.After(p.signedAt.Add(TokenLifetime)) {
+		return &stsError{http.StatusForbidden, "ExpiredToken", fmt.Sprintf("Signature expired: %s is now earlier than %s (%s - 15 min.)", p.amzDate, now.UTC().Format(f), now.UTC().Format(f))}
 	}
-	if now.After(signedAt.Add(TokenLifetime)) {
-		return deny("ExpiredToken", "Signature expired: %s is now earlier than %s (%s - 15 min.)", amzDate, now.UTC().Format("20060102T150405Z"), now.UTC().Format("20060102T150405Z"))
+	if p.signedAt.After(now.Add(TokenLifetime)) {
+		return &stsError{http.StatusForbidden, "SignatureDoesNotMatch", fmt.Sprintf("Signature not yet current: %s is still later than %s (%s + 15 min.)", p.amzDate, now.UTC().Format(f), now.UTC().Format(f))}
 	}
-	if signedAt.After(now.Add(TokenLifetime)) {
-		return deny("SignatureDoesNotMatch", "Signature not yet current: %s is still later than %s (%s + 15 min.)", amzDate, now.UTC().Format("20060102T150405Z"), now.UTC().Format("20060102T150405Z"))
-	}
-	return a.accessKey, signedAt, nil
+	return nil
 }
 
 // ReviewToken implements simcore.TokenReviewer for EKS tokens, as aws-iam-authenticator in the
@@ -243,38 +280,34 @@ func (s *Server) ReviewToken(backend, token string) (simcore.ReviewedUser, bool,
 	if !slices.Contains(strings.Split(q.Get("X-Amz-SignedHeaders"), ";"), ClusterIDHeader) {
 		return refuse("the EKS token does not sign " + ClusterIDHeader)
 	}
-	now := s.clock.Now()
-	var keys []clusterKey
+	// The token's cluster is only in its signature: check everything else once, then the
+	// signature with each cluster name the backend serves (one hash and HMAC per name).
+	r := &http.Request{Method: http.MethodGet, URL: u, Host: u.Host, Header: http.Header{}}
+	p, serr := s.parsePresigned(r)
+	if serr != nil {
+		return refuse("STS refused the token: " + serr.code + ": " + serr.message)
+	}
 	s.servedMu.RLock()
+	names := make(map[string]bool, len(s.served[backend]))
 	for k := range s.served[backend] {
-		keys = append(keys, k)
+		names[k.name] = true
 	}
 	s.servedMu.RUnlock()
-	slices.SortFunc(keys, func(a, b clusterKey) int { return strings.Compare(a.region+"/"+a.name, b.region+"/"+b.name) })
-	var lastErr *stsError
-	tried := map[string]bool{}
-	for _, k := range keys {
-		if tried[k.name] {
-			continue
-		}
-		tried[k.name] = true
-		r := &http.Request{Method: http.MethodGet, URL: u, Host: u.Host, Header: http.Header{}}
-		r.Header.Set(ClusterIDHeader, k.name)
-		ak, _, serr := s.verifyPresigned(r, now)
-		if serr != nil {
-			lastErr = serr
-			continue
-		}
-		return s.reviewFor(backend, k.name, ak, now)
-	}
-	switch {
-	case lastErr == nil:
+	if len(names) == 0 {
 		return refuse("backend " + backend + " serves no EKS cluster")
-	case lastErr.code == "SignatureDoesNotMatch" && len(tried) > 0:
-		return refuse("STS refused the token: its signature does not match for any cluster this API server serves (a token for another cluster, or forged)")
-	default:
-		return refuse("STS refused the token: " + lastErr.code + ": " + lastErr.message)
 	}
+	for name := range names {
+		r.Header.Set(ClusterIDHeader, name)
+		if !p.signatureValid() {
+			continue
+		}
+		now := s.clock.Now()
+		if serr := p.current(now); serr != nil {
+			return refuse("STS refused the token: " + serr.code + ": " + serr.message)
+		}
+		return s.reviewFor(backend, name, p.a.accessKey, now)
+	}
+	return refuse("STS refused the token: its signature does not match for any cluster this API server serves (a token for another cluster, or forged)")
 }
 
 // reviewFor finishes a review of a token validly signed by accessKey for the cluster called name.
