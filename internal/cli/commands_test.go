@@ -139,15 +139,17 @@ func TestTokenCreatePrintsInstallCommands(t *testing.T) {
 			time.Sleep(50 * time.Millisecond) //nolint:forbidigo // stand-in controller's resync
 		}
 	}()
-	out, errOut, err := drover(t.Context(), "token", "create", "edge", "--ttl", "2h", "--kubeconfig", kc, "-n", ns)
+	out, errOut, err := drover(t.Context(), "token", "create", "edge", "--ttl", "2h", "--max-clusters", "3", "--kubeconfig", kc, "-n", ns)
 	if err != nil {
 		t.Fatalf("token create: %v\n%s%s", err, out, errOut)
 	}
 	tok := &fleetv1alpha1.ClusterRegistrationToken{}
-	if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "edge"}, tok); err != nil || tok.Spec.TTL.Duration != 2*time.Hour {
+	if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "edge"}, tok); err != nil || tok.Spec.TTL.Duration != 2*time.Hour ||
+		tok.Spec.MaxClusters == nil || *tok.Spec.MaxClusters != 3 {
 		t.Fatalf("token: %v %+v", err, tok.Spec)
 	}
 	for _, want := range []string{
+		"registers at most 3 cluster(s)",
 		"drover agent install --token edge --token-namespace " + ns,
 		"helm --kubeconfig downstream.kubeconfig install drover-agent charts/drover-agent",
 		"kubectl -n " + ns + " get secret edge",
@@ -158,6 +160,9 @@ func TestTokenCreatePrintsInstallCommands(t *testing.T) {
 	}
 	if _, _, err := drover(t.Context(), "token", "create", "x", "--kubeconfig", kc); ExitCode(err) != ExitUsage {
 		t.Errorf("token create without --ttl: %v, want a usage error", err)
+	}
+	if _, _, err := drover(t.Context(), "token", "create", "x", "--ttl", "1h", "--max-clusters", "0", "--kubeconfig", kc); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--max-clusters") {
+		t.Errorf("token create --max-clusters 0: %v, want a usage error naming the flag", err)
 	}
 }
 

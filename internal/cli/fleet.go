@@ -120,15 +120,20 @@ func newTokenCommand(k *kubeOptions) *cobra.Command {
 
 func newTokenCreateCommand(k *kubeOptions) *cobra.Command {
 	var ttl, timeout time.Duration
+	var maxClusters int32
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a ClusterRegistrationToken and print the exact agent install commands",
 		Example: `  drover token create edge --ttl 2h
-  drover token create edge -n team-a --ttl 30m`,
+  drover token create edge -n team-a --ttl 30m
+  drover token create store-0042 --ttl 1h --max-clusters 1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ttl <= 0 {
 				return usageErrorf("--ttl must be positive, e.g. 2h")
+			}
+			if cmd.Flags().Changed("max-clusters") && (maxClusters < 1 || maxClusters > 1000) {
+				return usageErrorf("--max-clusters must be between 1 and 1000, got %d", maxClusters)
 			}
 			c, ns, err := k.client(fleetv1alpha1.DefaultWorkspaceNamespace)
 			if err != nil {
@@ -136,11 +141,16 @@ func newTokenCreateCommand(k *kubeOptions) *cobra.Command {
 			}
 			tok := &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: args[0]},
 				Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: ttl}}}
+			limit := ""
+			if cmd.Flags().Changed("max-clusters") {
+				tok.Spec.MaxClusters = &maxClusters
+				limit = fmt.Sprintf(", registers at most %d cluster(s)", maxClusters)
+			}
 			if err := c.Create(cmd.Context(), tok); err != nil {
 				return fmt.Errorf("create token %s/%s: %w", ns, args[0], err)
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "clusterregistrationtoken.fleet.drover.io/%s created in namespace %s (expires in %s)\n", tok.Name, ns, ttl)
+			fmt.Fprintf(out, "clusterregistrationtoken.fleet.drover.io/%s created in namespace %s (expires in %s%s)\n", tok.Name, ns, ttl, limit)
 			var reason string
 			err = waitUntil(cmd.Context(), io.Discard, "token "+ns+"/"+tok.Name, timeout, func(ctx context.Context) (state, error) {
 				if err := c.Get(ctx, client.ObjectKeyFromObject(tok), tok); err != nil {
@@ -160,6 +170,7 @@ func newTokenCreateCommand(k *kubeOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "how long the token (and its import identity) lives, e.g. 2h (required)")
+	cmd.Flags().Int32Var(&maxClusters, "max-clusters", 0, "how many clusters may register with the token (default: any number until it expires); 1 for a cluster's own token")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for the token to be ready")
 	_ = cmd.MarkFlagRequired("ttl")
 	return cmd

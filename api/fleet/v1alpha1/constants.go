@@ -94,14 +94,16 @@ const (
 	// ReasonTokenForOtherCluster: the registration was made with the import token drover made
 	// for one Cluster (manager-initiated import), for another cluster.
 	ReasonTokenForOtherCluster = "TokenForOtherCluster"
-	ReasonWaitingForNamespace  = "WaitingForNamespace"
-	ReasonApplyFailed          = "ApplyFailed"
-	ReasonResourcesNotReady    = "ResourcesNotReady"
-	ReasonWaitCheckIn          = "WaitCheckIn"
-	ReasonCredentialRevoked    = "CredentialRevoked"
-	ReasonBootstrapMissing     = "BootstrapSecretMissing"
-	ReasonRegistrationFailed   = "RegistrationFailed"
-	ReasonRegistered           = "Registered"
+	// ReasonTokenMaxClusters: the token has registered spec.maxClusters clusters already.
+	ReasonTokenMaxClusters    = "TokenMaxClustersReached"
+	ReasonWaitingForNamespace = "WaitingForNamespace"
+	ReasonApplyFailed         = "ApplyFailed"
+	ReasonResourcesNotReady   = "ResourcesNotReady"
+	ReasonWaitCheckIn         = "WaitCheckIn"
+	ReasonCredentialRevoked   = "CredentialRevoked"
+	ReasonBootstrapMissing    = "BootstrapSecretMissing"
+	ReasonRegistrationFailed  = "RegistrationFailed"
+	ReasonRegistered          = "Registered"
 	// AgentCredential reasons: the agent checked in within its request token's life; it has not
 	// (the token has expired: it re-registers with its renewal identity when it is back); it has
 	// not within the renewal identity's life either (it needs a new bootstrap); it re-registered.

@@ -10,6 +10,14 @@ type ClusterRegistrationTokenSpec struct {
 	// one unless it runs with registration tokens without TTL allowed.
 	// +optional
 	TTL *metav1.Duration `json:"ttl,omitempty"`
+	// MaxClusters is how many clusters (distinct clientIDs) may register with this token; unset,
+	// any number may until it expires. A cluster that registers again (an agent reinstalled)
+	// counts once. With 1, a token that leaks after its cluster registered registers nothing
+	// more. It may be raised later; clusters registered before it was set are not counted.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	MaxClusters *int32 `json:"maxClusters,omitempty"`
 }
 
 // ClusterRegistrationTokenStatus is the observed state of a registration token.
@@ -23,6 +31,13 @@ type ClusterRegistrationTokenStatus struct {
 	// ServiceAccountName is the import identity.
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// RegisteredClientIDs are the clientIDs registered with this token while it had
+	// spec.maxClusters: each registration of a new clientID takes one of them.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	RegisteredClientIDs []string `json:"registeredClientIDs,omitempty"`
 	// Conditions: Ready.
 	// +listType=map
 	// +listMapKey=type
@@ -38,6 +53,7 @@ type ClusterRegistrationTokenStatus struct {
 // +kubebuilder:resource:shortName=crt,categories=drover
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.status.secretName`
 // +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.expires`
+// +kubebuilder:printcolumn:name="Max-Clusters",type=integer,JSONPath=`.spec.maxClusters`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 type ClusterRegistrationToken struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -199,9 +199,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.finishGrant(ctx, cr, before, siblings, clusterUID.(types.UID), renewal != nil)
 	}
 
-	importSA, boundTo, err := r.importIdentity(ctx, cr, renewal != nil)
-	if err == nil && boundTo != "" {
-		err = r.checkBoundCluster(ctx, cr, boundTo)
+	importSA, tok, err := r.importIdentity(ctx, cr, renewal != nil)
+	if err == nil && tok != nil {
+		if boundTo := tok.Labels[fleetv1alpha1.ClusterUIDLabel]; boundTo != "" {
+			err = r.checkBoundCluster(ctx, cr, boundTo)
+		}
+		if err == nil {
+			err = r.takeSlot(ctx, cr, tok)
+		}
 	}
 	if err != nil {
 		var denied deniedError
@@ -477,25 +482,46 @@ func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.
 // importIdentity is the ServiceAccount of the token the registration was made with: only it
 // may read the answer. boundTo is the UID of the one Cluster the token may register, for the
 // import tokens drover makes for a Cluster (manager-initiated import), else "".
-func (r *Reconciler) importIdentity(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, renewal bool) (sa, boundTo string, err error) {
+func (r *Reconciler) importIdentity(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, renewal bool) (string, *fleetv1alpha1.ClusterRegistrationToken, error) {
 	if renewal {
-		return names.RenewalServiceAccount, "", nil
+		return names.RenewalServiceAccount, nil, nil
 	}
 	name := cr.Labels[fleetv1alpha1.TokenLabel]
 	if name == "" {
-		return "", "", deniedError{fleetv1alpha1.ReasonRegistrationFailed, "Registration has no " + fleetv1alpha1.TokenLabel + " label"}
+		return "", nil, deniedError{fleetv1alpha1.ReasonRegistrationFailed, "Registration has no " + fleetv1alpha1.TokenLabel + " label"}
 	}
 	tok := &fleetv1alpha1.ClusterRegistrationToken{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cr.Namespace, Name: name}, tok); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", "", deniedError{fleetv1alpha1.ReasonRegistrationFailed, fmt.Sprintf("Registration token %s does not exist", name)}
+			return "", nil, deniedError{fleetv1alpha1.ReasonRegistrationFailed, fmt.Sprintf("Registration token %s does not exist", name)}
 		}
-		return "", "", fmt.Errorf("get token %s: %w", name, err)
+		return "", nil, fmt.Errorf("get token %s: %w", name, err)
 	}
 	if tok.Status.ServiceAccountName == "" {
-		return "", "", fmt.Errorf("token %s has no import identity yet", name)
+		return "", nil, fmt.Errorf("token %s has no import identity yet", name)
 	}
-	return tok.Status.ServiceAccountName, tok.Labels[fleetv1alpha1.ClusterUIDLabel], nil
+	return tok.Status.ServiceAccountName, tok, nil
+}
+
+// takeSlot records cr's clientID on a token with spec.maxClusters, or refuses the registration
+// when the token has registered that many other clusters. The record is written with the
+// token's resourceVersion: of two registrations racing for the last slot, one gets a conflict,
+// is retried against the updated list and refused.
+func (r *Reconciler) takeSlot(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, tok *fleetv1alpha1.ClusterRegistrationToken) error {
+	if tok.Spec.MaxClusters == nil || slices.Contains(tok.Status.RegisteredClientIDs, cr.Spec.ClientID) {
+		return nil
+	}
+	if n := len(tok.Status.RegisteredClientIDs); n >= int(*tok.Spec.MaxClusters) {
+		return deniedError{fleetv1alpha1.ReasonTokenMaxClusters, fmt.Sprintf(
+			"Token %s may register %d cluster(s) (spec.maxClusters) and has registered %d; clientID %q is not one of them. Register this cluster with a new token (drover token create NAME --max-clusters N) or raise the token's spec.maxClusters",
+			tok.Name, *tok.Spec.MaxClusters, n, cr.Spec.ClientID)}
+	}
+	before := tok.DeepCopy()
+	tok.Status.RegisteredClientIDs = append(tok.Status.RegisteredClientIDs, cr.Spec.ClientID)
+	if err := r.Client.Status().Patch(ctx, tok, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("record clientID %q on token %s: %w", cr.Spec.ClientID, tok.Name, err)
+	}
+	return nil
 }
 
 // checkBoundCluster refuses a registration made with a Cluster's own import token for any

@@ -195,9 +195,14 @@ var eventually = envtest.Eventually
 // newToken creates a ClusterRegistrationToken and returns its values once issued.
 func newToken(t testing.TB, ns, name string, ttl time.Duration) map[string][]byte {
 	t.Helper()
-	ctx := t.Context()
-	tok := &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: ttl}}}
+	return issueToken(t, &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: ttl}}})
+}
+
+// issueToken creates tok and returns its values once issued.
+func issueToken(t testing.TB, tok *fleetv1alpha1.ClusterRegistrationToken) map[string][]byte {
+	t.Helper()
+	ctx, ns := t.Context(), tok.Namespace
 	if err := mgmt.Client.Create(ctx, tok); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,125 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/registration/names"
+)
+
+// TestTokenMaxClusters: a token with spec.maxClusters registers that many clusters and no more,
+// also when registrations race for the last places; a cluster that registers again with it
+// counts once, and raising the limit lets the next one in. Registrations are made as the
+// token's real import identity, as an agent makes them.
+func TestTokenMaxClusters(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ws := mgmt.Namespace(t)
+	values := issueToken(t, &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "two"},
+		Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: time.Hour}, MaxClusters: ptr.To[int32](2)}})
+	imp := tokenClient(t, values[fleetv1alpha1.KeyToken])
+	register := func(clientID string) *fleetv1alpha1.ClusterRegistration {
+		cr := &fleetv1alpha1.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ws, GenerateName: "request-",
+			Labels:      map[string]string{fleetv1alpha1.TokenLabel: "two"},
+			Annotations: map[string]string{names.SecretNameAnnotation: names.SecretNameLengthPrefixed}},
+			Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: "0123456789abcdef0123"}}
+		if err := imp.Create(ctx, cr); err != nil {
+			t.Errorf("the import identity may create registrations: %v", err)
+		}
+		return cr
+	}
+	// decided is whether cr was granted, or an error while it is undecided; refused means with
+	// the token's reason and a message saying what to do.
+	decided := func(cr *fleetv1alpha1.ClusterRegistration) (bool, error) {
+		got := &fleetv1alpha1.ClusterRegistration{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(cr), got); err != nil {
+			return false, err
+		}
+		if got.Status.Granted {
+			return true, nil
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionGranted)
+		if c != nil && c.Status == metav1.ConditionFalse && c.Reason == fleetv1alpha1.ReasonTokenMaxClusters &&
+			strings.Contains(c.Message, "--max-clusters") && strings.Contains(c.Message, cr.Spec.ClientID) {
+			return false, nil
+		}
+		return false, fmt.Errorf("registration of %s undecided: %+v", cr.Spec.ClientID, c)
+	}
+
+	crs := make([]*fleetv1alpha1.ClusterRegistration, 5)
+	var wg sync.WaitGroup
+	for i := range crs {
+		wg.Go(func() { crs[i] = register(fmt.Sprintf("edge-%d-%s", i, ws)) })
+	}
+	wg.Wait()
+	var granted, refused []string
+	eventually(t, 30*time.Second, func() error {
+		granted, refused = nil, nil
+		for _, cr := range crs {
+			ok, err := decided(cr)
+			if err != nil {
+				return err
+			}
+			if ok {
+				granted = append(granted, cr.Spec.ClientID)
+			} else {
+				refused = append(refused, cr.Spec.ClientID)
+			}
+		}
+		return nil
+	})
+	if len(granted) != 2 {
+		t.Fatalf("granted %v, refused %v: want exactly 2 granted (spec.maxClusters)", granted, refused)
+	}
+	for _, id := range refused {
+		noClusterFor(t, ws, id)
+	}
+	tok := &fleetv1alpha1.ClusterRegistrationToken{}
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: "two"}, tok); err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(slices.Values(tok.Status.RegisteredClientIDs)); !slices.Equal(got, granted) {
+		t.Errorf("status.registeredClientIDs %v, want the granted %v", got, granted)
+	}
+
+	t.Run("a registered cluster registers again", func(t *testing.T) {
+		cr := register(granted[0])
+		eventually(t, 30*time.Second, func() error {
+			if ok, err := decided(cr); err != nil || !ok {
+				return fmt.Errorf("re-registration of %s not granted: %v", granted[0], err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("raising maxClusters lets one more in", func(t *testing.T) {
+		if err := mgmt.Client.Patch(ctx, tok, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxClusters":3}}`))); err != nil {
+			t.Fatal(err)
+		}
+		cr := register(refused[0])
+		eventually(t, 30*time.Second, func() error {
+			if ok, err := decided(cr); err != nil || !ok {
+				return fmt.Errorf("registration of %s with maxClusters 3 not granted: %v", refused[0], err)
+			}
+			return nil
+		})
+		cr = register(refused[1])
+		eventually(t, 30*time.Second, func() error {
+			if ok, err := decided(cr); err != nil || ok {
+				return fmt.Errorf("a fourth cluster with maxClusters 3: granted %v (%v), want refused", ok, err)
+			}
+			return nil
+		})
+	})
+}
