@@ -54,6 +54,7 @@ type ClusterRegistrationTokenStatus struct {
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.status.secretName`
 // +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.expires`
 // +kubebuilder:printcolumn:name="Max-Clusters",type=integer,JSONPath=`.spec.maxClusters`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a token's name has at most 63 characters: it labels the objects made for it"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 type ClusterRegistrationToken struct {
 	metav1.TypeMeta   `json:",inline"`

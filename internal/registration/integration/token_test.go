@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,8 +20,9 @@ import (
 )
 
 // TestTokenMaxClusters: a token with spec.maxClusters registers that many clusters and no more,
-// also when registrations race for the last places; a cluster that registers again with it
-// counts once, and raising the limit lets the next one in. Registrations are made as the
+// also when registrations race for the last places; another token's import identity cannot
+// register under its name; a cluster that registers again with it counts once, and raising the
+// limit lets the next one in. Registrations are made as the
 // token's real import identity, as an agent makes them.
 func TestTokenMaxClusters(t *testing.T) {
 	t.Parallel()
@@ -92,6 +94,32 @@ func TestTokenMaxClusters(t *testing.T) {
 	if got := slices.Sorted(slices.Values(tok.Status.RegisteredClientIDs)); !slices.Equal(got, granted) {
 		t.Errorf("status.registeredClientIDs %v, want the granted %v", got, granted)
 	}
+
+	// Another token's import identity cannot register under this token's name (and use up its
+	// places): the admission policy refuses the label.
+	t.Run("another token's import identity", func(t *testing.T) {
+		other := tokenClient(t, issueToken(t, &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "other"},
+			Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: time.Hour}}})[fleetv1alpha1.KeyToken])
+		for _, label := range []string{"two", "othe", "other-x", ""} {
+			cr := &fleetv1alpha1.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ws, GenerateName: "request-",
+				Labels:      map[string]string{fleetv1alpha1.TokenLabel: label},
+				Annotations: map[string]string{names.SecretNameAnnotation: names.SecretNameLengthPrefixed}},
+				Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: "intruder-" + ws, ClientRandom: "0123456789abcdef0123"}}
+			err := other.Create(ctx, cr)
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "registers only with its own token") {
+				t.Errorf("registration labelled %q by token other's import identity: %v, want Forbidden by the admission policy", label, err)
+			}
+		}
+		noClusterFor(t, ws, "intruder-"+ws)
+		// Its own label is fine.
+		cr := &fleetv1alpha1.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ws, GenerateName: "request-",
+			Labels:      map[string]string{fleetv1alpha1.TokenLabel: "other"},
+			Annotations: map[string]string{names.SecretNameAnnotation: names.SecretNameLengthPrefixed}},
+			Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: "own-" + ws, ClientRandom: "0123456789abcdef0123"}}
+		if err := other.Create(ctx, cr); err != nil {
+			t.Errorf("registration with its own token: %v", err)
+		}
+	})
 
 	t.Run("a registered cluster registers again", func(t *testing.T) {
 		cr := register(granted[0])

@@ -76,9 +76,12 @@ func ClusterNameForClientID(clientID string) string {
 	return "cluster-" + KeyHash(clientID)
 }
 
-// ImportServiceAccount is the import identity of a token.
+// ImportServiceAccount is the import identity of a token: "import-" + the token's name + "-" +
+// 8 hex characters of its UID. A token's name has at most 63 characters (it is a label value),
+// so this is never cut, and the token's name can be read back from the identity's username: the admission policy config/admission/import-identity-registrations.yaml
+// checks that an import identity registers only with its own token.
 func ImportServiceAccount(token, uid string) string {
-	return SafeConcat("import", token, KeyHash(uid)[:8])
+	return "import-" + token + "-" + KeyHash(uid)[:8]
 }
 
 // ImportTokenName is the ClusterRegistrationToken the importer creates for a Cluster.
