@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +161,19 @@ func TestTokenCreatePrintsInstallCommands(t *testing.T) {
 	}
 	if _, _, err := drover(t.Context(), "token", "create", "x", "--kubeconfig", kc); ExitCode(err) != ExitUsage {
 		t.Errorf("token create without --ttl: %v, want a usage error", err)
+	}
+	// The list shows how many of its places the token has used.
+	tok.Status.RegisteredClientIDs = []string{"a"}
+	tok.Status.Expires = &metav1.Time{Time: time.Now().Add(90 * time.Minute)}
+	if err := mgmt.Client.Status().Update(t.Context(), tok); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err = drover(t.Context(), "token", "list", "-o", "wide", "--kubeconfig", kc, "-n", ns)
+	if err != nil {
+		t.Fatalf("token list: %v\n%s", err, errOut)
+	}
+	if row := strings.Fields(out[strings.LastIndex(strings.TrimRight(out, "\n"), "\n")+1:]); !slices.Equal(row, []string{"edge", "True", "in", "89m", "1/3", "edge"}) && !slices.Equal(row, []string{"edge", "True", "in", "90m", "1/3", "edge"}) {
+		t.Errorf("token list -o wide row %q, want edge True in 90m 1/3 edge:\n%s", row, out)
 	}
 	if _, _, err := drover(t.Context(), "token", "create", "x", "--ttl", "1h", "--max-clusters", "0", "--kubeconfig", kc); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--max-clusters") {
 		t.Errorf("token create --max-clusters 0: %v, want a usage error naming the flag", err)

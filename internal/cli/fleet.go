@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -114,8 +115,41 @@ func newTokenCommand(k *kubeOptions) *cobra.Command {
 		Short:   "Registration tokens for downstream clusters",
 		Example: "  drover token create edge --ttl 2h",
 	}
-	cmd.AddCommand(newTokenCreateCommand(k))
+	cmd.AddCommand(newTokenCreateCommand(k), newTokenListCommand(k))
 	return cmd
+}
+
+func newTokenListCommand(k *kubeOptions) *cobra.Command {
+	return newListCommand(k, "List registration tokens: ready, expiry, clusters registered of --max-clusters", `  drover token list
+  drover token list -A -o wide`, fleetv1alpha1.DefaultWorkspaceNamespace,
+		func(l *fleetv1alpha1.ClusterRegistrationTokenList) []*fleetv1alpha1.ClusterRegistrationToken {
+			return ptrs(l.Items)
+		},
+		tokenColumns, "registration tokens")
+}
+
+var tokenColumns = []column[*fleetv1alpha1.ClusterRegistrationToken]{
+	{name: "NAME", cell: func(t *fleetv1alpha1.ClusterRegistrationToken) string { return t.Name }},
+	{name: "READY", cell: func(t *fleetv1alpha1.ClusterRegistrationToken) string {
+		return condStatusOf(t.Status.Conditions, "Ready")
+	}},
+	{name: "EXPIRES", cell: func(t *fleetv1alpha1.ClusterRegistrationToken) string {
+		switch {
+		case t.Status.Expires == nil:
+			return "-"
+		case t.Status.Expires.Time.Before(now()):
+			return "expired"
+		}
+		return "in " + duration.HumanDuration(t.Status.Expires.Time.Sub(now()))
+	}},
+	// Registered of the limit; a token without spec.maxClusters keeps no count.
+	{name: "CLUSTERS", cell: func(t *fleetv1alpha1.ClusterRegistrationToken) string {
+		if t.Spec.MaxClusters == nil {
+			return "any"
+		}
+		return fmt.Sprintf("%d/%d", len(t.Status.RegisteredClientIDs), *t.Spec.MaxClusters)
+	}},
+	{name: "SECRET", wide: true, cell: func(t *fleetv1alpha1.ClusterRegistrationToken) string { return orDash(t.Status.SecretName) }},
 }
 
 func newTokenCreateCommand(k *kubeOptions) *cobra.Command {
