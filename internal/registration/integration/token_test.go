@@ -125,7 +125,7 @@ func TestTokenMaxClusters(t *testing.T) {
 		cr := register(granted[0])
 		eventually(t, 30*time.Second, func() error {
 			if ok, err := decided(cr); err != nil || !ok {
-				return fmt.Errorf("re-registration of %s not granted: %v", granted[0], err)
+				return fmt.Errorf("re-registration of %s not granted: %w", granted[0], err)
 			}
 			return nil
 		})
@@ -138,14 +138,14 @@ func TestTokenMaxClusters(t *testing.T) {
 		cr := register(refused[0])
 		eventually(t, 30*time.Second, func() error {
 			if ok, err := decided(cr); err != nil || !ok {
-				return fmt.Errorf("registration of %s with maxClusters 3 not granted: %v", refused[0], err)
+				return fmt.Errorf("registration of %s with maxClusters 3 not granted: %w", refused[0], err)
 			}
 			return nil
 		})
 		cr = register(refused[1])
 		eventually(t, 30*time.Second, func() error {
 			if ok, err := decided(cr); err != nil || ok {
-				return fmt.Errorf("a fourth cluster with maxClusters 3: granted %v (%v), want refused", ok, err)
+				return fmt.Errorf("a fourth cluster with maxClusters 3: granted %v (%w), want refused", ok, err)
 			}
 			return nil
 		})
