@@ -73,6 +73,11 @@ func endpoint(repo string) (*transport.Endpoint, error) {
 	if err != nil {
 		return nil, failf(fleetv1alpha1.ReasonFetchFailed, err, "repo %q is not a Git URL", repo)
 	}
+	if ep.Password != "" {
+		// Older objects (the CRD refuses new ones): the URL is not repeated, it holds the password.
+		return nil, failf(fleetv1alpha1.ReasonClientSecretInvalid, nil,
+			"spec.repo carries a password: remove it from the URL and put the credentials in a Secret named by spec.clientSecretName")
+	}
 	switch ep.Protocol {
 	case "https", "http", "ssh", "git":
 		return ep, nil

@@ -295,6 +295,36 @@ func TestGitRepoErrors(t *testing.T) {
 		gr := newGitRepo(t, "bad-config", r, func(s *fleetv1alpha1.GitRepoSpec) { s.Paths = []string{"app"} })
 		wantCondition(t, gr, fleetv1alpha1.ReasonRenderFailed, "app/drover.yaml", "defaultNamespce")
 	})
+	t.Run("password in the repo URL", func(t *testing.T) {
+		t.Parallel()
+		// A password in the URL would show wherever the URL does (status, events, drover
+		// gitrepo list, the dashboard): the API server refuses it and says where it goes.
+		for _, tc := range []struct {
+			repo string
+			ok   bool
+		}{
+			{"https://deploy:s3cr3t-token@git.example.com/org/apps.git", false},
+			{"http://oauth2:s3cr3t-token@git.example.com:8080/org/apps.git", false},
+			{"ssh://git:s3cr3t-token@git.example.com/org/apps.git", false},
+			{"https://deploy@git.example.com/org/apps.git", true},
+			{"https://git.example.com:8443/org/apps@v2.git", true},
+			{"git@github.com:org/apps.git", true},
+		} {
+			gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ws, GenerateName: "url-"},
+				Spec: fleetv1alpha1.GitRepoSpec{Repo: tc.repo, Paused: true}}
+			err := mgmt.Client.Create(t.Context(), gr)
+			if tc.ok {
+				if err != nil {
+					t.Errorf("repo %s: %v, want accepted", tc.repo, err)
+				}
+				_ = mgmt.Client.Delete(context.Background(), gr)
+				continue
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.clientSecretName") {
+				t.Errorf("repo %s: %v, want Invalid naming spec.clientSecretName", tc.repo, err)
+			}
+		}
+	})
 }
 
 // patchSpec changes gr's spec with a merge patch.

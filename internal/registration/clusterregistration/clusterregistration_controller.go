@@ -199,12 +199,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.finishGrant(ctx, cr, before, siblings, clusterUID.(types.UID), renewal != nil)
 	}
 
+	// Every check that can refuse the registration runs before its token place is taken, so
+	// a refused registration does not use one up.
 	importSA, tok, err := r.importIdentity(ctx, cr, renewal != nil)
 	if err == nil && tok != nil {
 		if boundTo := tok.Labels[fleetv1alpha1.ClusterUIDLabel]; boundTo != "" {
 			err = r.checkBoundCluster(ctx, cr, boundTo)
 		}
-		if err == nil {
+	}
+	if err == nil {
+		err = r.checkLegacyName(ctx, cr)
+	}
+	if err == nil && tok != nil && tok.Spec.MaxClusters != nil && renewal == nil {
+		if err = r.checkClusterName(ctx, cr); err == nil {
 			err = r.takeSlot(ctx, cr, tok)
 		}
 	}
@@ -220,13 +227,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 		before = cr.DeepCopy()
-	}
-	if err := r.checkLegacyName(ctx, cr); err != nil {
-		var denied deniedError
-		if errors.As(err, &denied) {
-			return deny(denied.reason, denied.msg)
-		}
-		return ctrl.Result{}, err
 	}
 	// Let the import identity watch its answer now: the agent's watch is then in place when the
 	// secret is written, and it stops retrying (each retry is a request to the API server).
@@ -442,6 +442,31 @@ func validateLabels(labels map[string]string) string {
 	}
 	slices.Sort(bad)
 	return fmt.Sprintf("Cluster labels %s are reserved for drover or invalid", strings.Join(bad, ", "))
+}
+
+// checkClusterName refuses, as findOrCreateCluster would, a registration whose Cluster name is
+// held by a Cluster of another clientID.
+func (r *Reconciler) checkClusterName(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) error {
+	var list fleetv1alpha1.ClusterList
+	if err := r.Client.List(ctx, &list, client.InNamespace(cr.Namespace), client.MatchingFields{ClientIDIndex: cr.Spec.ClientID}); err != nil {
+		return fmt.Errorf("list clusters by clientID: %w", err)
+	}
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp.IsZero() {
+			return nil
+		}
+	}
+	c := &fleetv1alpha1.Cluster{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cr.Namespace, Name: names.ClusterNameForClientID(cr.Spec.ClientID)}, c)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get cluster %s: %w", names.ClusterNameForClientID(cr.Spec.ClientID), err)
+	case c.Spec.ClientID != cr.Spec.ClientID:
+		return deniedError{fleetv1alpha1.ReasonClusterConflict, fmt.Sprintf("Cluster %s exists with another clientID", c.Name)}
+	}
+	return nil
 }
 
 func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) (*fleetv1alpha1.Cluster, error) {

@@ -151,3 +151,71 @@ func TestTokenMaxClusters(t *testing.T) {
 		})
 	})
 }
+
+// TestTokenPlaceKeptForRefused: a registration refused after its token place was taken (its
+// Cluster's name is held by a Cluster of another clientID, found only when the Cluster is
+// created) gives the place back, so the token still registers as many clusters as it says.
+func TestTokenPlaceKeptForRefused(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ws := mgmt.Namespace(t)
+	values := issueToken(t, &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "one"},
+		Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: time.Hour}, MaxClusters: ptr.To[int32](1)}})
+	imp := tokenClient(t, values[fleetv1alpha1.KeyToken])
+	register := func(clientID string) *fleetv1alpha1.ClusterRegistration {
+		cr := &fleetv1alpha1.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ws, GenerateName: "request-",
+			Labels:      map[string]string{fleetv1alpha1.TokenLabel: "one"},
+			Annotations: map[string]string{names.SecretNameAnnotation: names.SecretNameLengthPrefixed}},
+			Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: "0123456789abcdef0123"}}
+		if err := imp.Create(ctx, cr); err != nil {
+			t.Fatalf("the import identity may create registrations: %v", err)
+		}
+		return cr
+	}
+	condition := func(cr *fleetv1alpha1.ClusterRegistration) (*fleetv1alpha1.ClusterRegistration, *metav1.Condition, error) {
+		got := &fleetv1alpha1.ClusterRegistration{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(cr), got); err != nil {
+			return nil, nil, err
+		}
+		return got, meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionGranted), nil
+	}
+
+	// Someone holds the Cluster name the registration of "victim" would get.
+	victim := "victim-" + ws
+	squatter := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: names.ClusterNameForClientID(victim)},
+		Spec: fleetv1alpha1.ClusterSpec{ClientID: "squatter-" + ws}}
+	if err := mgmt.Client.Create(ctx, squatter); err != nil {
+		t.Fatal(err)
+	}
+	cr := register(victim)
+	eventually(t, 30*time.Second, func() error {
+		_, c, err := condition(cr)
+		if err != nil {
+			return err
+		}
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != fleetv1alpha1.ReasonClusterConflict {
+			return fmt.Errorf("Granted condition %+v, want False with reason %s", c, fleetv1alpha1.ReasonClusterConflict)
+		}
+		return nil
+	})
+	tok := &fleetv1alpha1.ClusterRegistrationToken{}
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: "one"}, tok); err != nil {
+		t.Fatal(err)
+	}
+	if len(tok.Status.RegisteredClientIDs) != 0 {
+		t.Errorf("status.registeredClientIDs %v after a refused registration, want none", tok.Status.RegisteredClientIDs)
+	}
+
+	// The token's one place is still free.
+	ok := register("edge-" + ws)
+	eventually(t, 30*time.Second, func() error {
+		got, c, err := condition(ok)
+		if err != nil {
+			return err
+		}
+		if !got.Status.Granted {
+			return fmt.Errorf("registration with the token's free place not granted: %+v", c)
+		}
+		return nil
+	})
+}
