@@ -1,6 +1,7 @@
 // Package dashboard is drover's web dashboard: server-rendered HTML pages of the hosted
-// clusters, the fleet, Bundles and migrations, live over Server-Sent Events, and two actions
-// ("refresh now" on a hosted cluster, pausing and resuming a Bundle's rollout).
+// clusters, the fleet, Bundles, GitRepos and migrations, live over Server-Sent Events, and three
+// actions ("refresh now" on a hosted cluster, pausing and resuming a Bundle's rollout and a
+// GitRepo's fetching).
 //
 // Every Kubernetes request is made with the viewer's own identity, so a viewer sees and does
 // exactly what RBAC lets them:
@@ -150,7 +151,7 @@ func newMapper() meta.RESTMapper {
 		}
 	}
 	add(managementv1alpha1.GroupVersion, meta.RESTScopeNamespace, "Cluster")
-	add(fleetv1alpha1.GroupVersion, meta.RESTScopeNamespace, "Cluster", "Bundle", "BundleDeployment")
+	add(fleetv1alpha1.GroupVersion, meta.RESTScopeNamespace, "Cluster", "Bundle", "BundleDeployment", "GitRepo")
 	add(migrationv1alpha1.GroupVersion, meta.RESTScopeNamespace, "CloudProviderMigration")
 	add(corev1.SchemeGroupVersion, meta.RESTScopeNamespace, "Event")
 	add(corev1.SchemeGroupVersion, meta.RESTScopeRoot, "Namespace")
@@ -171,7 +172,9 @@ func (h *Handler) routes() {
 	mux.Handle("POST /hosted/{namespace}/{name}/refresh", h.withViewer(h.refreshNow))
 	mux.Handle("GET /fleet", h.page(h.fleetList))
 	mux.Handle("GET /bundles", h.page(h.bundles))
-	mux.Handle("POST /bundles/{namespace}/{name}/{action}", h.withViewer(h.pauseBundle))
+	mux.Handle("POST /bundles/{namespace}/{name}/{action}", h.withViewer(h.pause(bundlePause)))
+	mux.Handle("GET /gitrepos", h.page(h.gitRepos))
+	mux.Handle("POST /gitrepos/{namespace}/{name}/{action}", h.withViewer(h.pause(gitRepoPause)))
 	mux.Handle("GET /migrations", h.page(h.migrations))
 	mux.Handle("GET /watch", h.withViewer(h.watch))
 	h.mux = mux

@@ -27,6 +27,9 @@ type fleet struct {
 	// failed on edge2).
 	app, monitoring *fleetv1alpha1.Bundle
 	migration       *migrationv1alpha1.CloudProviderMigration
+	// GitRepos: apps (its last commit failed to render; one of its two Bundles ready), infra
+	// (paused, ready).
+	apps, infra *fleetv1alpha1.GitRepo
 }
 
 func cond(t, status, reason, msg string) metav1.Condition {
@@ -58,7 +61,12 @@ func newFleet(t testing.TB, ns string) *fleet {
 		Spec: migrationv1alpha1.CloudProviderMigrationSpec{Distribution: "rke2", KubeconfigSecretRef: migrationv1alpha1.SecretKeyReference{Name: "prod-kubeconfig"},
 			ClusterRef: &migrationv1alpha1.ClusterReference{Namespace: ns, Name: "prod"}}}
 	edgeNS := []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: ns + "-e1"}}, {ObjectMeta: metav1.ObjectMeta{Name: ns + "-e2"}}}
-	createAll(t, f.web, f.api, f.data, f.edge1, f.edge2, f.edge3, f.app, f.monitoring, f.migration, edgeNS[0], edgeNS[1])
+	f.apps = &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps"},
+		Spec: fleetv1alpha1.GitRepoSpec{Repo: "https://deploy@git.example.com/org/apps.git", Branch: "main", Paths: []string{"apps/*"},
+			ClientSecretName: "git-auth"}}
+	f.infra = &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infra"},
+		Spec: fleetv1alpha1.GitRepoSpec{Repo: "git@github.com:org/infra.git", Tag: "v1.2.0", Paused: true}}
+	createAll(t, f.web, f.api, f.data, f.edge1, f.edge2, f.edge3, f.app, f.monitoring, f.migration, f.apps, f.infra, edgeNS[0], edgeNS[1])
 	t.Cleanup(func() {
 		for _, n := range edgeNS {
 			_ = mgmt.Client.Delete(context.Background(), n)
@@ -111,6 +119,22 @@ func newFleet(t testing.TB, ns string) *fleet {
 		b.Status.Display = bundle.Display(b) // as the agent writes it with the status
 		setStatus(t, b)
 	}
+
+	gen := func(c metav1.Condition, g int64) metav1.Condition { c.ObservedGeneration = g; return c }
+	f.apps.Status = fleetv1alpha1.GitRepoStatus{Commit: "0123456789abcdef0123456789abcdef01234567",
+		Summary: fleetv1alpha1.GitRepoSummary{Bundles: 2, ReadyBundles: 1},
+		Bundles: []fleetv1alpha1.GitRepoBundle{{Name: "apps-web", Path: "apps/web", Ready: 2, DesiredReady: 2},
+			{Name: "apps-db", Path: "apps/db", Ready: 1, DesiredReady: 2, Message: "edge-2: pending"}},
+		Conditions: []metav1.Condition{
+			gen(cond(fleetv1alpha1.ConditionSynced, "False", fleetv1alpha1.ReasonRenderFailed, "commit 89abcdef: path apps/db: apps/db/drover.yaml: unknown key helm.vaules"), f.apps.Generation),
+			gen(cond(fleetv1alpha1.ConditionReady, "False", "BundlesNotReady", "1 of 2 Bundles ready"), f.apps.Generation)}}
+	f.infra.Status = fleetv1alpha1.GitRepoStatus{Commit: "fedcba9876543210fedcba9876543210fedcba98",
+		Summary: fleetv1alpha1.GitRepoSummary{Bundles: 1, ReadyBundles: 1},
+		Bundles: []fleetv1alpha1.GitRepoBundle{{Name: "infra-crds", Path: ".", Ready: 3, DesiredReady: 3}},
+		Conditions: []metav1.Condition{gen(cond(fleetv1alpha1.ConditionSynced, "False", "Paused", "Fetching is paused"), f.infra.Generation),
+			gen(cond(fleetv1alpha1.ConditionReady, "True", "Ready", "Every Bundle is ready"), f.infra.Generation)}}
+	setStatus(t, f.apps)
+	setStatus(t, f.infra)
 
 	started := metav1.NewTime(time.Now().Add(-time.Minute))
 	f.migration.Status = migrationv1alpha1.CloudProviderMigrationStatus{Phase: migrationv1alpha1.PhaseRunning, CurrentStep: 2,

@@ -148,6 +148,8 @@ type overviewData struct {
 	Waiting                      int
 	BundlesTotal, BundlesReady   int
 	BundlesNotReady              int
+	GitReposTotal, GitReposError int
+	GitReposPaused               int
 	MigrationsTotal              int
 	MigrationsRunning            int
 	MigrationsFailed             int
@@ -171,14 +173,16 @@ func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *s
 		hostedClusters     []managementv1alpha1.Cluster
 		fleetClusters      []fleetv1alpha1.Cluster
 		bundles            []fleetv1alpha1.Bundle
-		migrations         []migrationv1alpha1.CloudProviderMigration
-		events             []corev1.Event
-		hi, fi, bi, mi, ei listInfo
+		gitRepos               []fleetv1alpha1.GitRepo
+		migrations             []migrationv1alpha1.CloudProviderMigration
+		events                 []corev1.Event
+		hi, fi, bi, gi, mi, ei listInfo
 	)
 	err := together(
 		func() (err error) { hostedClusters, hi, err = listHosted(ctx, s); return err },
 		func() (err error) { fleetClusters, fi, err = listFleet(ctx, s); return err },
 		func() (err error) { bundles, bi, err = listBundles(ctx, s); return err },
+		func() (err error) { gitRepos, gi, err = listGitRepos(ctx, s); return err },
 		func() (err error) { migrations, mi, err = listMigrations(ctx, s); return err },
 		func() (err error) {
 			events, ei, err = listScoped[corev1.Event](ctx, s, "events", "Warning events", "type="+corev1.EventTypeWarning)
@@ -188,8 +192,8 @@ func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *s
 	if err != nil {
 		return "", nil, err
 	}
-	l.Lists = []listInfo{hi, fi, bi, mi, ei}
-	h.setWatch(l, watchOf("hosted", hi, ""), watchOf("fleet", fi, ""), watchOf("bundles", bi, ""), watchOf("migrations", mi, ""),
+	l.Lists = []listInfo{hi, fi, bi, gi, mi, ei}
+	h.setWatch(l, watchOf("hosted", hi, ""), watchOf("fleet", fi, ""), watchOf("bundles", bi, ""), watchOf("gitrepos", gi, ""), watchOf("migrations", mi, ""),
 		watchOf("events", ei, "type="+corev1.EventTypeWarning))
 
 	counts := map[string]map[string]int{}
@@ -234,6 +238,15 @@ func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *s
 		}
 	}
 	d.BundlesNotReady = d.BundlesTotal - d.BundlesReady
+	d.GitReposTotal = len(gitRepos)
+	for i := range gitRepos {
+		switch newGitRepoView(&gitRepos[i]).State {
+		case gitStateError:
+			d.GitReposError++
+		case gitStatePaused:
+			d.GitReposPaused++
+		}
+	}
 	d.MigrationsTotal = len(migrations)
 	for i := range migrations {
 		switch migrations[i].Status.Phase {
@@ -410,25 +423,49 @@ func (h *Handler) refreshNow(w http.ResponseWriter, r *http.Request, v *viewer) 
 	http.Redirect(w, r, "/hosted/"+url.PathEscape(ns)+"/"+url.PathEscape(name)+"?refreshed=1", http.StatusSeeOther)
 }
 
-// pauseBundle pauses or resumes a Bundle's rollout (spec.rollout.paused) with the viewer's
-// identity, as `drover bundle pause|resume` does.
-func (h *Handler) pauseBundle(w http.ResponseWriter, r *http.Request, v *viewer) {
-	ns, name, action := r.PathValue("namespace"), r.PathValue("name"), r.PathValue("action")
-	if err := checkCSRF(r, v); err != nil {
-		http.Error(w, err.Error(), http.StatusForbidden)
-		return
+// pausable is a kind the dashboard pauses and resumes, as drover bundle|gitrepo pause|resume do.
+type pausable struct {
+	kind string
+	// object is the object to patch; patch the merge patch setting its paused field.
+	object func(ns, name string) client.Object
+	patch  func(paused bool) string
+	// back is the page to return to.
+	back string
+}
+
+var (
+	bundlePause = pausable{kind: "Bundle", back: "/bundles",
+		object: func(ns, name string) client.Object {
+			return &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		},
+		patch: func(paused bool) string { return fmt.Sprintf(`{"spec":{"rollout":{"paused":%t}}}`, paused) }}
+	gitRepoPause = pausable{kind: "GitRepo", back: "/gitrepos",
+		object: func(ns, name string) client.Object {
+			return &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		},
+		patch: func(paused bool) string { return fmt.Sprintf(`{"spec":{"paused":%t}}`, paused) }}
+)
+
+// pause pauses or resumes an object of kind p with the viewer's identity: a Bundle's rollout
+// (spec.rollout.paused), a GitRepo's fetching (spec.paused).
+func (h *Handler) pause(p pausable) func(w http.ResponseWriter, r *http.Request, v *viewer) {
+	return func(w http.ResponseWriter, r *http.Request, v *viewer) {
+		ns, name, action := r.PathValue("namespace"), r.PathValue("name"), r.PathValue("action")
+		if err := checkCSRF(r, v); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
+		if !validNamespace(ns) || (action != "pause" && action != "resume") {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		patch := client.RawPatch(types.MergePatchType, []byte(p.patch(action == "pause")))
+		err := v.client.Patch(r.Context(), p.object(ns, name), patch, client.FieldOwner("drover-dashboard"))
+		if patchFailed(w, err, v, action, p.kind, ns, name) {
+			return
+		}
+		http.Redirect(w, r, p.back, http.StatusSeeOther)
 	}
-	if !validNamespace(ns) || (action != "pause" && action != "resume") {
-		http.Error(w, "not found", http.StatusNotFound)
-		return
-	}
-	patch := fmt.Sprintf(`{"spec":{"rollout":{"paused":%t}}}`, action == "pause")
-	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	err := v.client.Patch(r.Context(), b, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner("drover-dashboard"))
-	if patchFailed(w, err, v, action, "Bundle", ns, name) {
-		return
-	}
-	http.Redirect(w, r, "/bundles", http.StatusSeeOther)
 }
 
 // patchFailed answers an action's failed patch (the API server's refusal as 403, with whose)
@@ -843,6 +880,14 @@ func eventRows(events []corev1.Event, n int) []eventRow {
 		if e.InvolvedObject.Kind == "Cluster" && strings.HasPrefix(e.InvolvedObject.APIVersion, managementv1alpha1.GroupVersion.Group+"/") {
 			row.Object = "hosted cluster " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
 			row.Link = "/hosted/" + url.PathEscape(e.InvolvedObject.Namespace) + "/" + url.PathEscape(e.InvolvedObject.Name)
+		}
+		if strings.HasPrefix(e.InvolvedObject.APIVersion, fleetv1alpha1.GroupVersion.Group+"/") {
+			switch e.InvolvedObject.Kind {
+			case "GitRepo":
+				row.Link = "/gitrepos?namespace=" + url.QueryEscape(e.InvolvedObject.Namespace)
+			case "Bundle":
+				row.Link = "/bundles?namespace=" + url.QueryEscape(e.InvolvedObject.Namespace)
+			}
 		}
 		rows = append(rows, row)
 	}

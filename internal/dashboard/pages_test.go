@@ -24,7 +24,7 @@ func TestPages(t *testing.T) {
 	}{
 		{"overview", "/" + q, []string{`data-count="hosted">3<`, `data-count="fleet">3<`, `data-count="connected">1 connected<`,
 			`data-count="disconnected">1 disconnected<`, `data-count="bundles">2<`, `data-count="bundles-not-ready">2 not ready<`,
-			`data-count="migrations-running">1 running<`, `hosted cluster ` + ns + `/data`, "Conflict", "1 with a conflict"},
+			`data-count="migrations-running">1 running<`, `data-count="gitrepos">2<`, `data-count="gitrepos-error">1 not syncing<`, `data-count="gitrepos-paused">1 paused<`, `hosted cluster ` + ns + `/data`, "Conflict", "1 with a conflict"},
 			[]string{`<tr data-provider="eks"><th>eks</th><td[^>]*>1</td>`, `<tr data-provider="gke"><th>gke</th>(<td[^>]*>0</td>){5}<td[^>]*>1</td>`}},
 		{"hosted clusters", "/hosted" + q, []string{`data-cluster="` + ns + `/web"`, "us-west-2", "1.32", `data-phase="active"`,
 			`data-cluster="` + ns + `/api"`, "westeurope", `data-phase="updating"`, `data-cluster="` + ns + `/data"`, "europe-west1-b", ">conflict<",
@@ -39,6 +39,11 @@ func TestPages(t *testing.T) {
 				`data-cluster="` + ns + `/edge-2">\s*<th>[^<]*<span[^>]*>disconnected</span>\s*</th>\s*<td class="cell cell-pending" data-bundle="app"`,
 				`data-bundle="monitoring" data-state="errapplied"`, `data-bundle="monitoring" data-state="modified"`,
 				`data-cluster="` + ns + `/edge-3">\s*<th>[^<]*<span[^>]*>waiting</span>\s*</th>\s*<td class="cell cell-none"`}},
+		{"gitrepos", "/gitrepos" + q, []string{`data-gitrepo="` + ns + `/apps" data-state="error"`, `data-error="RenderFailed"`,
+			"apps/db/drover.yaml: unknown key helm.vaules", "https://deploy@git.example.com/org/apps.git", "branch main", "paths apps/*",
+			"credentials from Secret git-auth", `data-commit="0123456789abcdef0123456789abcdef01234567">0123456789ab<`, "1 of 2 Bundles ready",
+			`data-bundle="apps-db" data-ready="false"`, "edge-2: pending", `data-bundle="apps-web" data-ready="true"`,
+			`data-gitrepo="` + ns + `/infra" data-state="paused"`, "tag v1.2.0", "fetching paused", `href="/bundles?namespace=` + ns + `"`}, nil},
 		{"migrations", "/migrations" + q, []string{`data-migration="` + ns + `/move-prod"`, "2 of 7 steps done", `data-step="2" data-phase="Running"`,
 			"waiting for node cp-1 to be unschedulable", "every control-plane node is unschedulable", `data-step="6" data-phase="Pending"`,
 			`class="seg seg-running current"`}, nil},
@@ -64,7 +69,7 @@ func TestSignIn(t *testing.T) {
 	t.Parallel()
 	srv := serverDashboard(t)
 	b := newBrowser(t, srv)
-	for _, path := range []string{"/", "/hosted", "/fleet", "/bundles", "/migrations", "/hosted/default/x"} {
+	for _, path := range []string{"/", "/hosted", "/fleet", "/bundles", "/gitrepos", "/migrations", "/hosted/default/x"} {
 		status, _ := b.get(path)
 		if status != http.StatusSeeOther {
 			t.Errorf("GET %s without a token: status %d, want a redirect to the sign-in page", path, status)

@@ -1,0 +1,79 @@
+package dashboard_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/dashboard"
+)
+
+// TestMaskRepo: a password in a GitRepo's URL (stored before the CRD refused them) never
+// reaches a page; the rest of the URL does.
+func TestMaskRepo(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"https://deploy:s3cr3t@git.example.com/org/apps.git", "https://deploy:xxxxx@git.example.com/org/apps.git"},
+		{"https://deploy@git.example.com/org/apps.git", "https://deploy@git.example.com/org/apps.git"},
+		{"git@github.com:org/apps.git", "git@github.com:org/apps.git"},
+		{"https://git.example.com/org/apps.git", "https://git.example.com/org/apps.git"},
+		{"https://u:s3cr3t%zz@git.example.com/a.git", "https://xxxxx@git.example.com/a.git"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := dashboard.MaskRepo(tc.in); got != tc.want || strings.Contains(got, "s3cr3t") {
+				t.Errorf("MaskRepo(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPauseGitRepoFromDashboard: a viewer who may patch GitRepos pauses and resumes a GitRepo's
+// fetching from the GitRepos page with their own identity; a read-only viewer gets no button
+// and a pause they post anyway is refused by the API server and changes nothing.
+func TestPauseGitRepoFromDashboard(t *testing.T) {
+	t.Parallel()
+	ns := mgmt.Namespace(t)
+	newFleet(t, ns)
+	srv := serverDashboard(t)
+	patch := rbacv1.PolicyRule{APIGroups: []string{fleetv1alpha1.GroupVersion.Group}, Resources: []string{"gitrepos"}, Verbs: []string{"patch"}}
+	operator := newBrowser(t, srv)
+	operator.signIn(namespaceViewer(t, ns, "git-operator", ns, patch), ns)
+	reader := newBrowser(t, srv)
+	reader.signIn(namespaceViewer(t, ns, "git-reader", ns), ns)
+	apps := ns + "/apps"
+	paused := func() bool {
+		t.Helper()
+		return must(t, &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps"}}).Spec.Paused
+	}
+	pausePath := "/gitrepos/" + ns + "/apps/pause"
+
+	page := reader.page("/gitrepos")
+	mustContain(t, page, `data-gitrepo="`+apps+`"`)
+	mustNotContain(t, page, `data-pause="`+apps+`"`)
+	if status, body, _ := reader.post(pausePath, url.Values{"csrf": {csrf(t, page)}}, true); status != http.StatusForbidden || !strings.Contains(body, "the API server refused") {
+		t.Errorf("pause by a read-only viewer: status %d (%s), want the API server's 403", status, body)
+	}
+	if paused() {
+		t.Fatal("the refused pause paused the GitRepo")
+	}
+
+	page = operator.page("/gitrepos")
+	mustContain(t, page, `data-pause="`+apps+`"`)
+	if status, _, _ := operator.post(pausePath, url.Values{}, true); status != http.StatusForbidden || paused() {
+		t.Fatalf("pause without the form token: status %d, paused %t", status, paused())
+	}
+	status, _, hdr := operator.post(pausePath, url.Values{"csrf": {csrf(t, page)}}, true)
+	if status != http.StatusSeeOther || hdr.Get("Location") != "/gitrepos" || !paused() {
+		t.Fatalf("pause: status %d, location %q, paused %t", status, hdr.Get("Location"), paused())
+	}
+	mustContain(t, operator.page("/gitrepos"), `data-paused="`+apps+`"`)
+	status, _, _ = operator.post("/gitrepos/"+ns+"/apps/resume", url.Values{"csrf": {csrf(t, page)}}, true)
+	if status != http.StatusSeeOther || paused() {
+		t.Fatalf("resume: status %d, paused %t", status, paused())
+	}
+	mustNotContain(t, operator.page("/gitrepos"), `data-paused="`+apps+`"`)
+}
