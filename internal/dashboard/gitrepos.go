@@ -80,8 +80,8 @@ func newGitRepoView(gr *fleetv1alpha1.GitRepo) gitRepoView {
 	v := gitRepoView{Namespace: gr.Namespace, Name: gr.Name, Repo: maskRepo(gr.Spec.Repo), Wants: wants(&gr.Spec), Paths: gr.Spec.Paths,
 		Commit: gr.Status.Commit, Bundles: gr.Status.Bundles, BundlesReady: gr.Status.Summary.ReadyBundles,
 		Paused: gr.Spec.Paused, ClientSecret: gr.Spec.ClientSecretName,
-		Synced: meta.FindStatusCondition(gr.Status.Conditions, fleetv1alpha1.ConditionSynced),
-		Ready:  meta.FindStatusCondition(gr.Status.Conditions, fleetv1alpha1.ConditionReady),
+		Synced:      meta.FindStatusCondition(gr.Status.Conditions, fleetv1alpha1.ConditionSynced),
+		Ready:       meta.FindStatusCondition(gr.Status.Conditions, fleetv1alpha1.ConditionReady),
 		BundlesLink: "/bundles?namespace=" + url.QueryEscape(gr.Namespace)}
 	v.Short = v.Commit
 	if len(v.Short) > 12 {

@@ -170,9 +170,9 @@ func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *s
 	l.Title, l.Nav = "Overview", "overview"
 	d := &overviewData{Phases: phaseOrder}
 	var (
-		hostedClusters     []managementv1alpha1.Cluster
-		fleetClusters      []fleetv1alpha1.Cluster
-		bundles            []fleetv1alpha1.Bundle
+		hostedClusters         []managementv1alpha1.Cluster
+		fleetClusters          []fleetv1alpha1.Cluster
+		bundles                []fleetv1alpha1.Bundle
 		gitRepos               []fleetv1alpha1.GitRepo
 		migrations             []migrationv1alpha1.CloudProviderMigration
 		events                 []corev1.Event
