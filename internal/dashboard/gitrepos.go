@@ -33,7 +33,7 @@ type gitRepoView struct {
 	BundlesLink         string
 	Paused, CanPause    bool
 	PausePath           string
-	Targets, Polling    string
+	Polling             string
 	ClientSecret, Error string
 }
 
