@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/metrics"
 )
 
 // FieldOwner is the GitRepo controller's field manager.
@@ -62,6 +64,8 @@ type Reconciler struct {
 	FetchTimeout time.Duration
 	// Now returns the current time (default time.Now).
 	Now func() time.Time
+	// Recorder, when set, records Events on GitRepos: Deployed (a new commit), SyncFailed.
+	Recorder events.EventRecorder
 
 	mu    sync.Mutex
 	state map[types.NamespacedName]*repoState
@@ -84,6 +88,7 @@ type repoState struct {
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=gitrepos/finalizers,verbs=update
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=bundles,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -107,7 +112,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Controllers returns a function for server.Options.Controllers.
 func Controllers() func(ctrl.Manager) error {
 	return func(mgr ctrl.Manager) error {
-		if err := (&Reconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		r := &Reconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("drover-gitrepo")}
+		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up gitrepo controller: %w", err)
 		}
 		return nil
@@ -155,11 +161,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, gr); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			metrics.GitRepos.Delete(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !gr.DeletionTimestamp.IsZero() {
 		r.forget(req.NamespacedName) // the Bundles go with it (owner references)
+		metrics.GitRepos.Delete(req.String())
 		return ctrl.Result{}, nil
 	}
 	before := gr.DeepCopy()
@@ -195,8 +203,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			return ctrl.Result{}, fmt.Errorf("patch status of GitRepo %s: %w", req.NamespacedName, err)
 		}
+		r.recordEvents(before, gr)
 	}
+	r.track(req.String(), gr)
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// recordEvents records what a pass changed: a new commit deployed, a new sync failure. A
+// failure that stays the same (every poll of a missing branch) is recorded once.
+func (r *Reconciler) recordEvents(before, gr *fleetv1alpha1.GitRepo) {
+	if r.Recorder == nil {
+		return
+	}
+	old := meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionSynced)
+	cur := meta.FindStatusCondition(gr.Status.Conditions, fleetv1alpha1.ConditionSynced)
+	if cur == nil {
+		return
+	}
+	if cur.Status == metav1.ConditionFalse && cur.Reason != fleetv1alpha1.ReasonPaused &&
+		(old == nil || old.Status != cur.Status || old.Reason != cur.Reason || old.Message != cur.Message) {
+		r.Recorder.Eventf(gr, nil, corev1.EventTypeWarning, fleetv1alpha1.EventGitRepoSyncFailed, "Sync", "%s: %s", cur.Reason, cur.Message)
+	}
+	if cur.Status == metav1.ConditionTrue && gr.Status.Commit != before.Status.Commit {
+		r.Recorder.Eventf(gr, nil, corev1.EventTypeNormal, fleetv1alpha1.EventGitRepoDeployed, "Sync", "%s", cur.Message)
+	}
+}
+
+// track counts gr in the GitRepos gauge by its Synced condition.
+func (r *Reconciler) track(key string, gr *fleetv1alpha1.GitRepo) {
+	c := meta.FindStatusCondition(gr.Status.Conditions, fleetv1alpha1.ConditionSynced)
+	switch {
+	case c == nil:
+		metrics.GitRepos.Delete(key) // not fetched yet
+	case gr.Spec.Paused:
+		metrics.GitRepos.Set(key, metrics.GitRepoPaused, c.Reason)
+	case c.Status == metav1.ConditionTrue:
+		metrics.GitRepos.Set(key, metrics.GitRepoSynced, c.Reason)
+	default:
+		metrics.GitRepos.Set(key, metrics.GitRepoNotSynced, c.Reason)
+	}
 }
 
 // due reports whether gr must be fetched now: its polling interval passed, its spec changed
@@ -238,9 +283,15 @@ func (r *Reconciler) sync(ctx context.Context, gr *fleetv1alpha1.GitRepo, st *re
 			reason = se.reason
 		}
 		log.FromContext(ctx).Info("GitRepo not synced", "reason", reason, "error", err.Error())
+		metrics.GitRepoFetches.WithLabelValues("failed").Inc()
 		setCondition(gr, fleetv1alpha1.ConditionSynced, metav1.ConditionFalse, reason, truncate(err.Error(), 1024))
 		return
 	}
+	result := "unchanged"
+	if gr.Status.Commit != st.co.commit {
+		result = "deployed"
+	}
+	metrics.GitRepoFetches.WithLabelValues(result).Inc()
 	gr.Status.Commit = st.co.commit
 	gr.Status.Bundles = gr.Status.Bundles[:0]
 	var warnings []string

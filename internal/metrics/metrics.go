@@ -68,8 +68,33 @@ var (
 	}, []string{"reason"})
 )
 
+// GitRepos.
+var (
+	// GitRepos counts GitRepos by the state of their last sync: "synced" (the revision's latest
+	// commit is deployed), "not_synced" (fetching or rendering failed; the last good commit stays
+	// deployed) or "paused", and the Synced condition's reason (Succeeded, AuthFailed,
+	// ClientSecretInvalid, RevisionNotFound, FetchFailed, RenderFailed, Paused).
+	GitRepos = NewTracker(namespace+"_gitrepos",
+		"GitRepos by sync state (synced, not_synced, paused) and the Synced condition's reason.", "state", "reason")
+
+	// GitRepoFetches counts the GitRepo controller's fetches of a revision by result:
+	// "deployed" (a new commit rendered into Bundles), "unchanged" (the commit deployed is still
+	// the latest) or "failed".
+	GitRepoFetches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "gitrepo_fetches_total",
+		Help: "GitRepo fetches by result (deployed: a new commit rendered into Bundles; unchanged; failed).",
+	}, []string{"result"})
+)
+
+// GitRepo sync states (GitRepos' state label).
+const (
+	GitRepoSynced    = "synced"
+	GitRepoNotSynced = "not_synced"
+	GitRepoPaused    = "paused"
+)
+
 func init() {
-	register(Registrations, GrantDuration, FleetClusters, Bundles, BundleDeployments, BundleEvents)
+	register(Registrations, GrantDuration, FleetClusters, Bundles, BundleDeployments, BundleEvents, GitRepos, GitRepoFetches)
 }
 
 // all are drover's domain metrics (TestEveryMetricIsDocumented checks docs/metrics.md).

@@ -134,7 +134,7 @@ const (
 	ReasonUnsupportedFleetKeys = "UnsupportedFleetKeys"
 )
 
-// Event reasons (Events on Clusters, ClusterRegistrations and Bundles). Like condition
+// Event reasons (Events on Clusters, ClusterRegistrations, Bundles and GitRepos). Like condition
 // reasons they are part of the API. Event messages never carry secret values.
 const (
 	// EventAgentReconnected (Normal, Cluster): a disconnected agent checked in again.
@@ -160,4 +160,10 @@ const (
 	// EventDriftCorrected (Normal, Bundle): an agent re-applied resources changed downstream
 	// (correctDrift); the message names the cluster and the resources, never values.
 	EventDriftCorrected = "DriftCorrected"
+	// EventGitRepoDeployed (Normal, GitRepo): a new commit was rendered into the GitRepo's
+	// Bundles (the note names the commit, the revision and the number of Bundles).
+	EventGitRepoDeployed = "Deployed"
+	// EventGitRepoSyncFailed (Warning, GitRepo): fetching or rendering failed; the note has the
+	// Synced condition's reason and message. Recorded when the failure changes, not on every poll.
+	EventGitRepoSyncFailed = "SyncFailed"
 )

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/gitrepo"
+	"github.com/droverhq/drover/internal/metrics/metricstest"
 )
 
 func namespaceYAML(name string) string {
@@ -284,6 +286,30 @@ func TestGitRepoErrors(t *testing.T) {
 		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: name}, b); err != nil {
 			t.Fatalf("the Bundle of the last good commit is gone: %v", err)
 		}
+		// What an operator sees without reading the status: an Event per commit deployed and
+		// per failure (once, not once per poll), and the failure in the GitRepos gauge.
+		deployed := gitRepoEvents(t, gr, fleetv1alpha1.EventGitRepoDeployed, c1)
+		failed := gitRepoEvents(t, gr, fleetv1alpha1.EventGitRepoSyncFailed, "app/broken.yaml")
+		if deployed[0].Type != corev1.EventTypeNormal || failed[0].Type != corev1.EventTypeWarning {
+			t.Errorf("event types %s, %s: want Normal, Warning", deployed[0].Type, failed[0].Type)
+		}
+		if v := metricstest.Value(t, "drover_gitrepos", map[string]string{"state": "not_synced", "reason": fleetv1alpha1.ReasonRenderFailed}); v < 1 {
+			t.Errorf("drover_gitrepos{state=not_synced,reason=RenderFailed} = %v, want at least this GitRepo", v)
+		}
+		if v := metricstest.Value(t, "drover_gitrepo_fetches_total", map[string]string{"result": "failed"}); v < 1 {
+			t.Errorf("drover_gitrepo_fetches_total{result=failed} = %v, want this GitRepo's failed fetches", v)
+		}
+		// Polls of the same broken commit (every second here) record no new Event.
+		polled := metricstest.Value(t, "drover_gitrepo_fetches_total", map[string]string{"result": "failed"})
+		eventually(t, 30*time.Second, func() error {
+			if n := metricstest.Value(t, "drover_gitrepo_fetches_total", map[string]string{"result": "failed"}); n < polled+3 {
+				return fmt.Errorf("%v failed fetches since, want 3 more polls", n-polled)
+			}
+			return nil
+		})
+		if again := gitRepoEvents(t, gr, fleetv1alpha1.EventGitRepoSyncFailed, "app/broken.yaml"); len(again) != 1 || again[0].DeprecatedCount > 1 || (again[0].Series != nil && again[0].Series.Count > 1) {
+			t.Errorf("SyncFailed events after more polls of the same commit: %d (%+v), want the one", len(again), again)
+		}
 	})
 	t.Run("malformed drover.yaml", func(t *testing.T) {
 		t.Parallel()
@@ -325,6 +351,26 @@ func TestGitRepoErrors(t *testing.T) {
 			}
 		}
 	})
+}
+
+// gitRepoEvents waits for Events with reason about gr whose note contains want, and returns them.
+func gitRepoEvents(t *testing.T, gr *fleetv1alpha1.GitRepo, reason, want string) []eventsv1.Event {
+	t.Helper()
+	var out []eventsv1.Event
+	eventually(t, 30*time.Second, func() error {
+		var list eventsv1.EventList
+		if err := mgmt.Client.List(t.Context(), &list, client.InNamespace(gr.Namespace)); err != nil {
+			return err
+		}
+		out = slices.DeleteFunc(list.Items, func(e eventsv1.Event) bool {
+			return e.Regarding.Kind != "GitRepo" || e.Regarding.Name != gr.Name || e.Reason != reason || !strings.Contains(e.Note, want)
+		})
+		if len(out) == 0 {
+			return fmt.Errorf("no %s Event about GitRepo %s with %q among %d", reason, gr.Name, want, len(list.Items))
+		}
+		return nil
+	})
+	return out
 }
 
 // patchSpec changes gr's spec with a merge patch.

@@ -186,7 +186,8 @@ func setup(ctx context.Context) error {
 	if err := bundle.Setup(mgr, bundle.Options{}); err != nil {
 		return err
 	}
-	if err := (&gitrepo.Reconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), FetchTimeout: fetchTimeout}).SetupWithManager(mgr); err != nil {
+	if err := (&gitrepo.Reconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), FetchTimeout: fetchTimeout,
+		Recorder: mgr.GetEventRecorder("drover-gitrepo")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := setupWebhook(ctx, mgr); err != nil {
