@@ -246,6 +246,14 @@ func requeueOnConflict(ctx context.Context, res reconcile.Result, err error) (re
 
 // finish writes the status if it changed and turns engine errors into results.
 func (ps *pass) finish(ctx context.Context, err error) error {
+	if apierrors.IsConflict(err) {
+		// The spec write that adopts upstream changes met a newer Cluster (a user's edit, or
+		// another controller's annotation or finalizer): the pass changed nothing at the
+		// provider and adopted nothing. Recording its refresh would make the pass that runs
+		// again skip the provider until the next refresh interval, with Synced=True over a
+		// change still to adopt; record nothing and let it redo the whole pass.
+		return err
+	}
 	if ps.observed && !ps.invalidConfig {
 		ps.setCondition(CondConfigValid, metav1.ConditionTrue, v1.ReasonValid, "The config is valid.")
 	}
