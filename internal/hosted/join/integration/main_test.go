@@ -26,11 +26,13 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/droverhq/drover/internal/agent"
+	"github.com/droverhq/drover/internal/agent/manifests"
 	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/hosted/aks"
@@ -210,10 +212,18 @@ func startControllers(ctx context.Context) (<-chan struct{}, error) {
 
 // startAgent runs the agent in a goroutine, with the downstream's admin config standing in for
 // the in-cluster config of the Deployment drover deployed (no kubelet runs it here). As its pod
-// would, it stops once the Deployment is deleted.
+// would, it stops once the Deployment is deleted, and a Pod object stands for it until it has
+// stopped: drover, removing an agent, waits for its pods to be gone before it deletes what the
+// agent could otherwise still act on (the BundleDeployments, whose resources it would prune).
 func startAgent(t *testing.T, ns string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: manifests.Name + "-",
+		Labels: map[string]string{"app.kubernetes.io/name": manifests.Name}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "drover"}}, AutomountServiceAccountToken: ptr.To(false)}}
+	if err := downstream.Client.Create(ctx, pod); err != nil {
+		t.Fatalf("create the agent's pod: %v", err)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -230,6 +240,10 @@ func startAgent(t *testing.T, ns string) {
 			case <-tick.C:
 				if _, err := agentDeployment(ctx, ns); apierrors.IsNotFound(err) {
 					cancel() // the "kubelet" stops the pod
+					<-done
+					if err := downstream.Client.Delete(context.Background(), pod); err != nil && !apierrors.IsNotFound(err) {
+						t.Errorf("delete the agent's pod: %v", err)
+					}
 					return
 				}
 			}
