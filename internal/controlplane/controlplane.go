@@ -54,6 +54,9 @@ type Options struct {
 	UnsafeNoFsync bool
 	// StartTimeout bounds the wait for /readyz; default 60s.
 	StartTimeout time.Duration
+	// APIServerArgs are extra kube-apiserver flags ("--name=value"), e.g. a token
+	// authentication webhook standing in for a cloud provider's.
+	APIServerArgs []string
 
 	// leafValidity and caValidity override the lifetime of certificates issued by this start
 	// (tests of the renewal).
@@ -168,6 +171,7 @@ func (cp *ControlPlane) startAll(ctx context.Context, p ports, logDir string) er
 		// Without the token controller the ServiceAccount admission plugin rejects pods.
 		apiArgs = append(apiArgs, "--disable-admission-plugins=ServiceAccount")
 	}
+	apiArgs = append(apiArgs, o.APIServerArgs...)
 	if err := cp.start("kube-apiserver", bin("kube-apiserver"), logDir, apiArgs); err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 // Package demo runs the world of `drover server --demo` next to drover's own controllers: the
 // EKS, AKS and GKE simulators in-process with demo credentials, hosted clusters in several
-// states (one with a console change adopted, one with a conflict), two downstream clusters
-// (real kube-apiservers whose nodes and pods kwok simulates) imported into the fleet with their
+// states (one with a console change adopted, one with a conflict; the first, backed by a real
+// kube-apiserver that authenticates EKS tokens through the simulator, joins the fleet by
+// itself and gets a Bundle targeted at every EKS cluster), two downstream clusters (real
+// kube-apiservers whose nodes and pods kwok simulates) imported into the fleet with their
 // agents running in this process, a sample Bundle deployed to both, and a cloud-provider
 // migration of each: the downstream clusters play RKE2 clusters on AWS, simulated by
 // pkg/distsim, which drover's migration controller migrates to the AWS CCM (one succeeds, one
@@ -66,6 +68,11 @@ type Demo struct {
 	downstreams chan downstreamResult // one per downstream cluster, as each starts
 	starting    int                   // downstream clusters started (results sent or to come)
 	clusters    []*downstream         // downstream clusters received from downstreams (for Stop)
+	// backingUp is closed once the API server behind HostedJoined started (joined) or failed
+	// to (joinedErr).
+	backingUp chan struct{}
+	joined    *downstream
+	joinedErr error
 
 	// startCtx ends with Stop: it aborts the downstream clusters still starting.
 	startCtx context.Context
@@ -120,6 +127,14 @@ func Start(o Options) (*Demo, error) {
 	if d.sims, err = startSims(o.SimDelay); err != nil {
 		return d, err
 	}
+	d.backingUp = make(chan struct{})
+	go func() {
+		ds, err := startBacking(d.startCtx, o.BinDir, filepath.Join(o.DataDir, "demo", HostedJoined), d.sims.eksURL)
+		d.mu.Lock()
+		d.joined, d.joinedErr = ds, err
+		d.mu.Unlock()
+		close(d.backingUp)
+	}()
 	d.starting = len(downstreamNames)
 	for _, name := range downstreamNames {
 		go func() {
@@ -174,7 +189,13 @@ func (d *Demo) Stop() {
 		d.clusters = append(d.clusters, r.ds)
 	}
 	d.mu.Unlock()
-	for _, ds := range d.clusters {
+	if d.backingUp != nil {
+		<-d.backingUp // startCtx has ended: a start in progress gives up
+	}
+	d.mu.Lock()
+	all := append([]*downstream{d.joined}, d.clusters...)
+	d.mu.Unlock()
+	for _, ds := range all {
 		if ds != nil {
 			ds.cp.Stop()
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/droverhq/drover/internal/agent"
 	"github.com/droverhq/drover/internal/agent/manifests"
 	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/internal/hosted/join"
 	hostedaks "github.com/droverhq/drover/internal/hosted/aks"
 	hostedeks "github.com/droverhq/drover/internal/hosted/eks"
 	hostedgke "github.com/droverhq/drover/internal/hosted/gke"
@@ -88,11 +89,30 @@ func (d *Demo) run(ctx context.Context, cfg *rest.Config) error {
 	if err := create(ctx, c, sampleBundle()); err != nil {
 		return err
 	}
+	if err := create(ctx, c, providerBundle()); err != nil {
+		return err
+	}
 
 	// The console changes, each once its cluster is active; the downstream clusters as they come up.
-	errs := make(chan error, 2+len(downstreamNames))
+	errs := make(chan error, 3+len(downstreamNames))
 	go func() { errs <- d.adoptConsoleTag(ctx, c) }()
 	go func() { errs <- d.conflictingTag(ctx, c) }()
+	go func() {
+		select {
+		case <-d.backingUp:
+		case <-ctx.Done():
+			errs <- nil
+			return
+		}
+		d.mu.Lock()
+		ds, err := d.joined, d.joinedErr
+		d.mu.Unlock()
+		if err != nil {
+			errs <- err
+			return
+		}
+		errs <- d.joinHosted(ctx, c, ds)
+	}()
 	for i := range downstreamNames {
 		var r downstreamResult
 		select {
@@ -108,7 +128,7 @@ func (d *Demo) run(ctx context.Context, cfg *rest.Config) error {
 		}
 		go func() { errs <- d.importDownstream(ctx, c, r.ds, i+1) }()
 	}
-	for range 2 + len(downstreamNames) {
+	for range 3 + len(downstreamNames) {
 		select {
 		case err := <-errs:
 			if err != nil {
@@ -170,6 +190,9 @@ func Ready(ctx context.Context, c client.Reader) error {
 	if !meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1.ConditionReady) || b.Status.Summary.Ready != len(downstreamNames) {
 		return fmt.Errorf("bundle %s: ready on %d of %d clusters", Bundle, b.Status.Summary.Ready, len(downstreamNames))
 	}
+	if err := joinedReady(ctx, c); err != nil {
+		return err
+	}
 	return migrationsUnderWay(ctx, c)
 }
 
@@ -181,6 +204,8 @@ func (d *Demo) summary() {
 		Namespace, HostedAdopted, AdoptedTag, HostedConflict, ConflictTag, HostedAKS, HostedGKE)
 	fmt.Fprintf(&b, "  fleet clusters: %s (kwok nodes; their agents run in this process)\n", strings.Join(downstreamNames, ", "))
 	fmt.Fprintf(&b, "  Bundle %s: ready on %s\n", Bundle, strings.Join(downstreamNames, " and "))
+	fmt.Fprintf(&b, "  %s joined the fleet by itself (an EKS token, checked by its API server through the simulator; agent deployed by drover), and Bundle %s, for every cluster labelled %s=eks, is ready on it\n",
+		HostedJoined, ProviderBundle, join.LabelProvider)
 	fmt.Fprintf(&b, "  cloud-provider migrations from the in-tree AWS provider to the AWS CCM (the fleet clusters play RKE2 on AWS, simulated by pkg/distsim): %s runs its 7 steps to Succeeded (upgrading to %s), %s stops at step 4 SwitchProvider (the CCM may not manage load balancers); watch them on the dashboard's Migrations page\n",
 		MigrationSucceeds, MigrationVersion, MigrationFails)
 	fmt.Fprintf(&b, "Look at it:\n  export KUBECONFIG=%s/kubeconfig\n", dir)
@@ -189,6 +214,8 @@ func (d *Demo) summary() {
 	fmt.Fprintf(&b, "  drover migrate list -n %s; drover migrate get %s -n %s\n", Namespace, MigrationFails, Namespace)
 	fmt.Fprintf(&b, "  kubectl get events -n %s\n", Namespace)
 	fmt.Fprintf(&b, "  kubectl --kubeconfig %s/demo/%s/kubeconfig get pods -A   (a downstream cluster)\n", dir, downstreamNames[0])
+	fmt.Fprintf(&b, "  drover cluster get %s -n %s   (its place in the fleet); kubectl --kubeconfig %s/demo/%s/kubeconfig get configmaps -n eks-hello\n",
+		HostedJoined, Namespace, dir, HostedJoined)
 	for _, l := range d.o.Links {
 		fmt.Fprintf(&b, "  %s\n", l)
 	}
@@ -197,7 +224,8 @@ func (d *Demo) summary() {
 }
 
 // createHosted writes the credential Secrets and the hosted clusters. They stay out of the fleet
-// (spec.fleet.join: false): the simulators' clusters have no Kubernetes API behind them here.
+// (spec.fleet.join: false): the simulators' clusters have no Kubernetes API behind them here,
+// but for HostedJoined, which joinHosted lets join once its API server is up.
 func (d *Demo) createHosted(ctx context.Context, c client.Client) error {
 	if err := create(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,11 +37,18 @@ const (
 	demoAdopted  = "shop-eks"
 	demoConflict = "billing-eks"
 	demoBundle   = "hello-web"
+	// demoJoined is the hosted cluster that joins the fleet; demoEKSBundle targets every EKS
+	// cluster of the fleet by the label the join gives it.
+	demoJoined    = "shop-eks"
+	demoEKSBundle = "eks-hello"
 )
 
 var (
 	demoHosted = map[string]string{"shop-eks": "eks", "billing-eks": "eks", "payments-aks": "aks", "analytics-gke": "gke"}
 	demoFleet  = []string{"edge-1", "edge-2"}
+	// demoFleetSize counts the fleet Clusters: the imported demoFleet and the hosted demoJoined,
+	// which joins by itself.
+	demoFleetSize = len(demoFleet) + 1
 	// demoMigrations: edge-2's runs to Succeeded, edge-1's fails at SwitchProvider.
 	demoMigrations = []string{demoMigrationOK, demoMigrationFails}
 	// demoDashboardURL is the line drover server --demo prints for its dashboard.
@@ -56,7 +64,9 @@ const (
 // demo promises is there: four hosted clusters active (shop-eks with the console's tag adopted
 // into its config and an Adopted Event, billing-eks Conflict=True naming both values), two
 // fleet clusters Ready with their agents checking in, the sample Bundle ready on both — its
-// Deployment running on each downstream cluster's kwok nodes —, both cloud-provider
+// Deployment running on each downstream cluster's kwok nodes —, shop-eks joined to the fleet by
+// itself (an EKS token its API server checks through the simulator) with the Bundle for every
+// EKS cluster applied there, both cloud-provider
 // migrations under way, and the dashboard, opened with the URL the demo printed as a browser
 // would, showing non-zero counts for the three systems on its overview. Then the migrations
 // finish (edge-2's Succeeded through every step, edge-1's Failed at SwitchProvider with its
@@ -178,6 +188,9 @@ func demoState(t *testing.T, c client.Client, dataDir string) error {
 	if !meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1.ConditionReady) || b.Status.Summary.Ready != len(demoFleet) {
 		return fmt.Errorf("bundle %s: %d ready, conditions %+v", demoBundle, b.Status.Summary.Ready, b.Status.Conditions)
 	}
+	if err := demoJoinedState(t, c, dataDir); err != nil {
+		return err
+	}
 	for _, name := range demoMigrations {
 		m := &migrationv1alpha1.CloudProviderMigration{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, m); err != nil {
@@ -186,6 +199,41 @@ func demoState(t *testing.T, c client.Client, dataDir string) error {
 		if m.Status.Phase == "" || m.Status.Phase == migrationv1alpha1.PhasePending {
 			return fmt.Errorf("migration %s has not started", name)
 		}
+	}
+	return nil
+}
+
+// demoJoinedState: the hosted cluster demoJoined joined the fleet by itself (its fleet Cluster
+// labelled with its provider, its agent checked in) and the Bundle for every EKS cluster put its
+// ConfigMap into the cluster's API server.
+func demoJoinedState(t *testing.T, c client.Client, dataDir string) error {
+	ctx := t.Context()
+	h := &v1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: demoJoined}, h); err != nil {
+		return err
+	}
+	if h.Status.Fleet == nil || !meta.IsStatusConditionTrue(h.Status.Fleet.Conditions, v1.ConditionJoined) ||
+		!meta.IsStatusConditionTrue(h.Status.Fleet.Conditions, v1.ConditionAgentReady) {
+		return fmt.Errorf("hosted cluster %s has not joined with its agent: %+v", demoJoined, h.Status.Fleet)
+	}
+	fc := &fleetv1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: demoJoined}, fc); err != nil {
+		return err
+	}
+	if fc.Labels["management.drover.io/provider"] != "eks" || fc.Labels["team"] != "shop" {
+		return fmt.Errorf("fleet cluster %s labels %v, want the provider's and the hosted cluster's", demoJoined, fc.Labels)
+	}
+	down := kubeClient(t, filepath.Join(dataDir, "demo", demoJoined, "kubeconfig"))
+	cm := &corev1.ConfigMap{}
+	if err := down.Get(ctx, client.ObjectKey{Namespace: demoEKSBundle, Name: "greeting"}, cm); err != nil {
+		return fmt.Errorf("%s: %w", demoJoined, err)
+	}
+	b := &fleetv1.Bundle{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: demoEKSBundle}, b); err != nil {
+		return err
+	}
+	if !meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1.ConditionReady) || b.Status.Summary.Ready != 1 {
+		return fmt.Errorf("bundle %s: %d ready, conditions %+v", demoEKSBundle, b.Status.Summary.Ready, b.Status.Conditions)
 	}
 	return nil
 }
@@ -249,7 +297,7 @@ func demoOverview(t *testing.T, out string) error {
 		return err
 	}
 	got := overviewCounts(page)
-	want := map[string]int{"hosted": len(demoHosted), "fleet": len(demoFleet), "connected": len(demoFleet), "migrations": len(demoMigrations)}
+	want := map[string]int{"hosted": len(demoHosted), "fleet": demoFleetSize, "connected": demoFleetSize, "migrations": len(demoMigrations)}
 	for k, v := range want {
 		if got[k] != v {
 			return fmt.Errorf("dashboard overview: %s count %d, want %d (counts %v)", k, got[k], v, got)
@@ -388,13 +436,13 @@ func demoMetrics(t *testing.T, c client.Client, addr string) error {
 		want("drover_hosted_refresh_age_seconds", map[string]string{"provider": p}, "<", 120) // the demo refreshes every minute
 	}
 
-	// Registration and the fleet: one grant per downstream cluster, both connected.
-	want("drover_registrations_total", map[string]string{"result": "granted", "reason": "Succeeded"}, "==", float64(len(demoFleet)))
-	want("drover_registration_grant_duration_seconds_count", nil, "==", float64(len(demoFleet)))
+	// Registration and the fleet: one grant per fleet cluster, all connected.
+	want("drover_registrations_total", map[string]string{"result": "granted", "reason": "Succeeded"}, "==", float64(demoFleetSize))
+	want("drover_registration_grant_duration_seconds_count", nil, "==", float64(demoFleetSize))
 	if got := m.sum("drover_registrations_total", map[string]string{"result": "denied"}); got != 0 {
 		errs = append(errs, fmt.Errorf("%v registrations denied", got))
 	}
-	want("drover_fleet_clusters", map[string]string{"state": "connected"}, "==", float64(len(demoFleet)))
+	want("drover_fleet_clusters", map[string]string{"state": "connected"}, "==", float64(demoFleetSize))
 
 	// Bundles: readiness and deployments by state agree with the Bundles' status.
 	var bundles fleetv1.BundleList
