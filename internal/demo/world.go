@@ -26,10 +26,10 @@ import (
 	"github.com/droverhq/drover/internal/agent"
 	"github.com/droverhq/drover/internal/agent/manifests"
 	"github.com/droverhq/drover/internal/hosted"
-	"github.com/droverhq/drover/internal/hosted/join"
 	hostedaks "github.com/droverhq/drover/internal/hosted/aks"
 	hostedeks "github.com/droverhq/drover/internal/hosted/eks"
 	hostedgke "github.com/droverhq/drover/internal/hosted/gke"
+	"github.com/droverhq/drover/internal/hosted/join"
 	"github.com/droverhq/drover/internal/server"
 	eksim "github.com/droverhq/drover/pkg/cloudsim/eks"
 )
