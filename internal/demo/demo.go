@@ -4,7 +4,9 @@
 // kube-apiserver that authenticates EKS tokens through the simulator, joins the fleet by
 // itself and gets a Bundle targeted at every EKS cluster), two downstream clusters (real
 // kube-apiservers whose nodes and pods kwok simulates) imported into the fleet with their
-// agents running in this process, a sample Bundle deployed to both, and a cloud-provider
+// agents running in this process, a sample Bundle deployed to both, a GitRepo of a repository
+// git serves on loopback deployed to all three fleet clusters (when git is installed), and a
+// cloud-provider
 // migration of each: the downstream clusters play RKE2 clusters on AWS, simulated by
 // pkg/distsim, which drover's migration controller migrates to the AWS CCM (one succeeds, one
 // fails a verification).
@@ -65,6 +67,7 @@ type Demo struct {
 	start time.Time
 
 	sims        *sims
+	git         *gitServer // nil without git
 	downstreams chan downstreamResult // one per downstream cluster, as each starts
 	starting    int                   // downstream clusters started (results sent or to come)
 	clusters    []*downstream         // downstream clusters received from downstreams (for Stop)
@@ -126,6 +129,12 @@ func Start(o Options) (*Demo, error) {
 	var err error
 	if d.sims, err = startSims(o.SimDelay); err != nil {
 		return d, err
+	}
+	if d.git, err = startGit(filepath.Join(o.DataDir, "demo", "git")); err != nil {
+		if !errors.Is(err, errNoGit) {
+			return d, fmt.Errorf("start the demo's Git server: %w", err)
+		}
+		fmt.Fprintln(o.Out, "Demo: git is not installed, so no GitRepo (install git to see drover deploy from a Git repository)")
 	}
 	d.backingUp = make(chan struct{})
 	go func() {
@@ -202,6 +211,9 @@ func (d *Demo) Stop() {
 	}
 	if d.sims != nil {
 		d.sims.close()
+	}
+	if d.git != nil {
+		d.git.close()
 	}
 	if _, err := os.Stat(filepath.Join(d.o.DataDir, marker)); err == nil {
 		if err := os.RemoveAll(d.o.DataDir); err != nil {

@@ -92,6 +92,11 @@ func (d *Demo) run(ctx context.Context, cfg *rest.Config) error {
 	if err := create(ctx, c, providerBundle()); err != nil {
 		return err
 	}
+	if d.git != nil {
+		if err := create(ctx, c, d.git.gitRepo()); err != nil {
+			return err
+		}
+	}
 
 	// The console changes, each once its cluster is active; the downstream clusters as they come up.
 	errs := make(chan error, 3+len(downstreamNames))
@@ -193,6 +198,14 @@ func Ready(ctx context.Context, c client.Reader) error {
 	if err := joinedReady(ctx, c); err != nil {
 		return err
 	}
+	gr := &fleetv1.GitRepo{}
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: GitRepoName}, gr); {
+	case apierrors.IsNotFound(err): // no git here
+	case err != nil:
+		return err
+	case !meta.IsStatusConditionTrue(gr.Status.Conditions, fleetv1.ConditionReady) || gr.Status.Summary.ReadyBundles != 1:
+		return fmt.Errorf("GitRepo %s is not ready on every cluster yet", GitRepoName)
+	}
 	return migrationsUnderWay(ctx, c)
 }
 
@@ -206,11 +219,18 @@ func (d *Demo) summary() {
 	fmt.Fprintf(&b, "  Bundle %s: ready on %s\n", Bundle, strings.Join(downstreamNames, " and "))
 	fmt.Fprintf(&b, "  %s joined the fleet by itself (an EKS token, checked by its API server through the simulator; agent deployed by drover), and Bundle %s, for every cluster labelled %s=eks, is ready on it\n",
 		HostedJoined, ProviderBundle, join.LabelProvider)
+	if d.git != nil {
+		fmt.Fprintf(&b, "  GitRepo %s (a repository git serves on this machine, %s): its path %s deployed as a Bundle to every fleet cluster, %s included\n",
+			GitRepoName, d.git.url, GitRepoPath, HostedJoined)
+	}
 	fmt.Fprintf(&b, "  cloud-provider migrations from the in-tree AWS provider to the AWS CCM (the fleet clusters play RKE2 on AWS, simulated by pkg/distsim): %s runs its 7 steps to Succeeded (upgrading to %s), %s stops at step 4 SwitchProvider (the CCM may not manage load balancers); watch them on the dashboard's Migrations page\n",
 		MigrationSucceeds, MigrationVersion, MigrationFails)
 	fmt.Fprintf(&b, "Look at it:\n  export KUBECONFIG=%s/kubeconfig\n", dir)
 	fmt.Fprintf(&b, "  drover cluster list -n %s; drover cluster get %s -n %s\n", Namespace, HostedConflict, Namespace)
 	fmt.Fprintf(&b, "  drover fleet list -n %s; drover bundle status %s -n %s\n", Namespace, Bundle, Namespace)
+	if d.git != nil {
+		fmt.Fprintf(&b, "  drover gitrepo get %s -n %s\n", GitRepoName, Namespace)
+	}
 	fmt.Fprintf(&b, "  drover migrate list -n %s; drover migrate get %s -n %s\n", Namespace, MigrationFails, Namespace)
 	fmt.Fprintf(&b, "  kubectl get events -n %s\n", Namespace)
 	fmt.Fprintf(&b, "  kubectl --kubeconfig %s/demo/%s/kubeconfig get pods -A   (a downstream cluster)\n", dir, downstreamNames[0])

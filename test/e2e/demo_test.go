@@ -41,6 +41,8 @@ const (
 	// cluster of the fleet by the label the join gives it.
 	demoJoined    = "shop-eks"
 	demoEKSBundle = "eks-hello"
+	// demoGitRepo deploys a ConfigMap from a repository git serves to every fleet cluster.
+	demoGitRepo = "demo-apps"
 )
 
 var (
@@ -66,7 +68,8 @@ const (
 // fleet clusters Ready with their agents checking in, the sample Bundle ready on both — its
 // Deployment running on each downstream cluster's kwok nodes —, shop-eks joined to the fleet by
 // itself (an EKS token its API server checks through the simulator) with the Bundle for every
-// EKS cluster applied there, both cloud-provider
+// EKS cluster applied there, a GitRepo (a repository git serves) deployed to all three fleet
+// clusters, both cloud-provider
 // migrations under way, and the dashboard, opened with the URL the demo printed as a browser
 // would, showing non-zero counts for the three systems on its overview. Then the migrations
 // finish (edge-2's Succeeded through every step, edge-1's Failed at SwitchProvider with its
@@ -191,6 +194,9 @@ func demoState(t *testing.T, c client.Client, dataDir string) error {
 	if err := demoJoinedState(t, c, dataDir); err != nil {
 		return err
 	}
+	if err := demoGitState(t, c, dataDir); err != nil {
+		return err
+	}
 	for _, name := range demoMigrations {
 		m := &migrationv1alpha1.CloudProviderMigration{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, m); err != nil {
@@ -234,6 +240,26 @@ func demoJoinedState(t *testing.T, c client.Client, dataDir string) error {
 	}
 	if !meta.IsStatusConditionTrue(b.Status.Conditions, fleetv1.ConditionReady) || b.Status.Summary.Ready != 1 {
 		return fmt.Errorf("bundle %s: %d ready, conditions %+v", demoEKSBundle, b.Status.Summary.Ready, b.Status.Conditions)
+	}
+	return nil
+}
+
+// demoGitState: the GitRepo deployed its commit to every fleet cluster, the joined hosted one
+// included.
+func demoGitState(t *testing.T, c client.Client, dataDir string) error {
+	ctx := t.Context()
+	gr := &fleetv1.GitRepo{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: demoGitRepo}, gr); err != nil {
+		return err
+	}
+	if len(gr.Status.Commit) != 40 || !meta.IsStatusConditionTrue(gr.Status.Conditions, fleetv1.ConditionReady) {
+		return fmt.Errorf("GitRepo %s: commit %q, conditions %+v", demoGitRepo, gr.Status.Commit, gr.Status.Conditions)
+	}
+	for _, name := range append([]string{demoJoined}, demoFleet...) {
+		down := kubeClient(t, filepath.Join(dataDir, "demo", name, "kubeconfig"))
+		if err := down.Get(ctx, client.ObjectKey{Namespace: "hello-git", Name: "greeting"}, &corev1.ConfigMap{}); err != nil {
+			return fmt.Errorf("%s: the GitRepo's ConfigMap: %w", name, err)
+		}
 	}
 	return nil
 }
@@ -297,7 +323,7 @@ func demoOverview(t *testing.T, out string) error {
 		return err
 	}
 	got := overviewCounts(page)
-	want := map[string]int{"hosted": len(demoHosted), "fleet": demoFleetSize, "connected": demoFleetSize, "migrations": len(demoMigrations)}
+	want := map[string]int{"hosted": len(demoHosted), "fleet": demoFleetSize, "connected": demoFleetSize, "gitrepos": 1, "migrations": len(demoMigrations)}
 	for k, v := range want {
 		if got[k] != v {
 			return fmt.Errorf("dashboard overview: %s count %d, want %d (counts %v)", k, got[k], v, got)
