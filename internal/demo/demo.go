@@ -67,7 +67,7 @@ type Demo struct {
 	start time.Time
 
 	sims        *sims
-	git         *gitServer // nil without git
+	git         *gitServer            // nil without git
 	downstreams chan downstreamResult // one per downstream cluster, as each starts
 	starting    int                   // downstream clusters started (results sent or to come)
 	clusters    []*downstream         // downstream clusters received from downstreams (for Stop)
