@@ -74,9 +74,14 @@ func newFleet(t testing.TB, ns string) *fleet {
 	})
 
 	f.web.Status = managementv1alpha1.ClusterStatus{Phase: managementv1alpha1.PhaseActive, LastRefreshTime: &now,
-		Conditions: []metav1.Condition{cond("Ready", "True", "Active", "The cluster is active."), cond("Synced", "True", "InSync", "Every managed field matches the provider.")}}
+		Conditions: []metav1.Condition{cond("Ready", "True", "Active", "The cluster is active."), cond("Synced", "True", "InSync", "Every managed field matches the provider.")},
+		Fleet: &managementv1alpha1.FleetStatus{ClusterName: "web", Conditions: []metav1.Condition{
+			cond(managementv1alpha1.ConditionJoined, "True", managementv1alpha1.ReasonJoined, "The cluster is fleet Cluster web"),
+			cond(managementv1alpha1.ConditionAgentReady, "True", managementv1alpha1.ReasonAgentCheckedIn, "The agent checked in")}}}
 	f.api.Status = managementv1alpha1.ClusterStatus{Phase: managementv1alpha1.PhaseUpdating,
-		Conditions: []metav1.Condition{cond("Ready", "True", "Updating", "An update is in progress.")}}
+		Conditions: []metav1.Condition{cond("Ready", "True", "Updating", "An update is in progress.")},
+		Fleet: &managementv1alpha1.FleetStatus{Conditions: []metav1.Condition{
+			cond(managementv1alpha1.ConditionJoined, "False", managementv1alpha1.ReasonCredentialsRejected, "The cluster's API server refused drover's token (401)")}}}
 	f.data.Status = managementv1alpha1.ClusterStatus{Phase: managementv1alpha1.PhaseFailed, FailureMessage: "The cluster to import does not exist.",
 		Conditions: []metav1.Condition{cond("Ready", "False", "NotFound", "The cluster to import does not exist."),
 			cond("Conflict", "True", "ChangedOnBothSides", "Changed in drover and at the provider since the last sync; drover's value was applied: gkeConfig.labels[a]: drover \"x\", provider \"y\"")}}

@@ -273,6 +273,38 @@ type hostedRow struct {
 	LastRefresh                                         string
 	Imported                                            bool
 	Policy                                              string
+	// Fleet is the cluster's place in the fleet: "agent ready", "joined" (agent not checked in
+	// yet), "out" (does not join), the Joined condition's reason when it could not join
+	// (AccessEntryMissing, EndpointPrivate, ...), or "" before the join controller looked.
+	Fleet, FleetMessage string
+	FleetState          string // a badge class: good, info, bad, muted
+}
+
+// fleetPlace says where a hosted cluster is in the fleet, from its status.fleet conditions.
+func fleetPlace(c *managementv1alpha1.Cluster) (place, msg, state string) {
+	if c.Status.Fleet == nil {
+		return "", "", "muted"
+	}
+	conds := c.Status.Fleet.Conditions
+	joined := meta.FindStatusCondition(conds, managementv1alpha1.ConditionJoined)
+	switch {
+	case joined == nil:
+		return "", "", "muted"
+	case joined.Status != metav1.ConditionTrue:
+		switch joined.Reason {
+		case managementv1alpha1.ReasonJoinDisabled:
+			return "out", joined.Message, "muted"
+		case managementv1alpha1.ReasonWaitingForCluster:
+			return "waiting", joined.Message, "info"
+		}
+		return joined.Reason, joined.Message, "bad"
+	case meta.IsStatusConditionTrue(conds, managementv1alpha1.ConditionAgentReady):
+		return "agent ready", joined.Message, "good"
+	}
+	if agent := meta.FindStatusCondition(conds, managementv1alpha1.ConditionAgentReady); agent != nil {
+		msg = agent.Message
+	}
+	return "joined", msg, "info"
 }
 
 func listHosted(ctx context.Context, s *scope) ([]managementv1alpha1.Cluster, listInfo, error) {
@@ -298,6 +330,7 @@ func (h *Handler) hostedList(ctx context.Context, _ *http.Request, _ *viewer, s 
 		if cond := meta.FindStatusCondition(c.Status.Conditions, hosted.CondConflict); cond != nil && cond.Status == metav1.ConditionTrue {
 			row.Conflict, row.ConflictMessage = true, cond.Message
 		}
+		row.Fleet, row.FleetMessage, row.FleetState = fleetPlace(c)
 		rows = append(rows, row)
 	}
 	sort.Slice(rows, func(i, j int) bool {

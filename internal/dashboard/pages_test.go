@@ -28,7 +28,7 @@ func TestPages(t *testing.T) {
 			[]string{`<tr data-provider="eks"><th>eks</th><td[^>]*>1</td>`, `<tr data-provider="gke"><th>gke</th>(<td[^>]*>0</td>){5}<td[^>]*>1</td>`}},
 		{"hosted clusters", "/hosted" + q, []string{`data-cluster="` + ns + `/web"`, "us-west-2", "1.32", `data-phase="active"`,
 			`data-cluster="` + ns + `/api"`, "westeurope", `data-phase="updating"`, `data-cluster="` + ns + `/data"`, "europe-west1-b", ">conflict<",
-			`href="/hosted/` + ns + `/web"`}, nil},
+			`href="/hosted/` + ns + `/web"`, `data-fleet="agent ready"`, `data-fleet="CredentialsRejected"`, "refused drover&#39;s token (401)"}, nil},
 		{"hosted cluster", "/hosted/" + ns + "/web", []string{"us-west-2", `data-field="eksConfig.tags[team]"`, `data-condition="Ready"`,
 			"Every managed field matches the provider.", `id="refresh-not-allowed"`}, nil},
 		{"fleet clusters", "/fleet" + q, []string{`data-cluster="` + ns + `/edge-1" data-state="connected"`, `data-cluster="` + ns + `/edge-2" data-state="disconnected"`,
