@@ -151,7 +151,7 @@ func newMapper() meta.RESTMapper {
 		}
 	}
 	add(managementv1alpha1.GroupVersion, meta.RESTScopeNamespace, "Cluster")
-	add(fleetv1alpha1.GroupVersion, meta.RESTScopeNamespace, "Cluster", "Bundle", "BundleDeployment", "GitRepo")
+	add(fleetv1alpha1.GroupVersion, meta.RESTScopeNamespace, "Cluster", "Bundle", "BundleDeployment", "GitRepo", "ClusterRegistrationToken")
 	add(migrationv1alpha1.GroupVersion, meta.RESTScopeNamespace, "CloudProviderMigration")
 	add(corev1.SchemeGroupVersion, meta.RESTScopeNamespace, "Event")
 	add(corev1.SchemeGroupVersion, meta.RESTScopeRoot, "Namespace")
@@ -176,6 +176,7 @@ func (h *Handler) routes() {
 	mux.Handle("GET /gitrepos", h.page(h.gitRepos))
 	mux.Handle("POST /gitrepos/{namespace}/{name}/{action}", h.withViewer(h.pause(gitRepoPause)))
 	mux.Handle("GET /migrations", h.page(h.migrations))
+	mux.Handle("GET /tokens", h.page(h.tokens))
 	mux.Handle("GET /watch", h.withViewer(h.watch))
 	h.mux = mux
 }

@@ -30,6 +30,9 @@ type fleet struct {
 	// GitRepos: apps (its last commit failed to render; one of its two Bundles ready), infra
 	// (paused, ready).
 	apps, infra *fleetv1alpha1.GitRepo
+	// Tokens: edge (maxClusters 2, both used), open (no limit), an import token drover made
+	// for edge-1.
+	tokens []*fleetv1alpha1.ClusterRegistrationToken
 }
 
 func cond(t, status, reason, msg string) metav1.Condition {
@@ -66,7 +69,15 @@ func newFleet(t testing.TB, ns string) *fleet {
 			ClientSecretName: "git-auth"}}
 	f.infra = &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infra"},
 		Spec: fleetv1alpha1.GitRepoSpec{Repo: "git@github.com:org/infra.git", Tag: "v1.2.0", Paused: true}}
-	createAll(t, f.web, f.api, f.data, f.edge1, f.edge2, f.edge3, f.app, f.monitoring, f.migration, f.apps, f.infra, edgeNS[0], edgeNS[1])
+	hour := &metav1.Duration{Duration: time.Hour}
+	f.tokens = []*fleetv1alpha1.ClusterRegistrationToken{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"}, Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: hour, MaxClusters: ptr.To[int32](2)}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "open"}, Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: hour}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "import-edge-1", Labels: map[string]string{fleetv1alpha1.ClusterLabel: "edge-1", fleetv1alpha1.ClusterUIDLabel: "0000"}},
+			Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: hour}},
+	}
+	createAll(t, f.web, f.api, f.data, f.edge1, f.edge2, f.edge3, f.app, f.monitoring, f.migration, f.apps, f.infra, edgeNS[0], edgeNS[1],
+		f.tokens[0], f.tokens[1], f.tokens[2])
 	t.Cleanup(func() {
 		for _, n := range edgeNS {
 			_ = mgmt.Client.Delete(context.Background(), n)
@@ -140,6 +151,16 @@ func newFleet(t testing.TB, ns string) *fleet {
 			gen(cond(fleetv1alpha1.ConditionReady, "True", "Ready", "Every Bundle is ready"), f.infra.Generation)}}
 	setStatus(t, f.apps)
 	setStatus(t, f.infra)
+
+	expires := metav1.NewTime(time.Now().Add(90 * time.Minute))
+	for i, tok := range f.tokens {
+		tok.Status = fleetv1alpha1.ClusterRegistrationTokenStatus{Expires: &expires, SecretName: tok.Name + "-values",
+			Conditions: []metav1.Condition{cond("Ready", "True", "Issued", "The import identity is issued")}}
+		if i == 0 {
+			tok.Status.RegisteredClientIDs = []string{"client-a", "client-b"}
+		}
+		setStatus(t, tok)
+	}
 
 	started := metav1.NewTime(time.Now().Add(-time.Minute))
 	f.migration.Status = migrationv1alpha1.CloudProviderMigrationStatus{Phase: migrationv1alpha1.PhaseRunning, CurrentStep: 2,

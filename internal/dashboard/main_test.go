@@ -52,7 +52,7 @@ func run(m *testing.M) int {
 // readRules read everything the dashboard shows.
 var readRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"management.drover.io"}, Resources: []string{"clusters"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"fleet.drover.io"}, Resources: []string{"clusters", "bundles", "bundledeployments", "gitrepos"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"fleet.drover.io"}, Resources: []string{"clusters", "bundles", "bundledeployments", "gitrepos", "clusterregistrationtokens"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"migration.drover.io"}, Resources: []string{"cloudprovidermigrations"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}},
 }

@@ -15,7 +15,7 @@ import (
 // pageTemplate is a page's template set: the frame ("layout") and its "content".
 type pageTemplate struct{ t *template.Template }
 
-var pageNames = []string{"overview", "hosted", "cluster", "fleet", "bundles", "gitrepos", "migrations", "login", "error"}
+var pageNames = []string{"overview", "hosted", "cluster", "fleet", "bundles", "gitrepos", "migrations", "tokens", "login", "error"}
 
 var funcs = template.FuncMap{
 	"join":  strings.Join,

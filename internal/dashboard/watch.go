@@ -21,10 +21,12 @@ import (
 
 // watchKinds are the kinds a page may watch.
 var watchKinds = map[string]kindSpec{
-	"hosted":     kindOf[managementv1alpha1.Cluster, managementv1alpha1.ClusterList](managementv1alpha1.GroupVersion, "clusters"),
-	"fleet":      kindOf[fleetv1alpha1.Cluster, fleetv1alpha1.ClusterList](fleetv1alpha1.GroupVersion, "clusters"),
-	"bundles":    kindOf[fleetv1alpha1.Bundle, fleetv1alpha1.BundleList](fleetv1alpha1.GroupVersion, "bundles"),
-	"gitrepos":   kindOf[fleetv1alpha1.GitRepo, fleetv1alpha1.GitRepoList](fleetv1alpha1.GroupVersion, "gitrepos"),
+	"hosted":   kindOf[managementv1alpha1.Cluster, managementv1alpha1.ClusterList](managementv1alpha1.GroupVersion, "clusters"),
+	"fleet":    kindOf[fleetv1alpha1.Cluster, fleetv1alpha1.ClusterList](fleetv1alpha1.GroupVersion, "clusters"),
+	"bundles":  kindOf[fleetv1alpha1.Bundle, fleetv1alpha1.BundleList](fleetv1alpha1.GroupVersion, "bundles"),
+	"gitrepos": kindOf[fleetv1alpha1.GitRepo, fleetv1alpha1.GitRepoList](fleetv1alpha1.GroupVersion, "gitrepos"),
+	"tokens": kindOf[fleetv1alpha1.ClusterRegistrationToken, fleetv1alpha1.ClusterRegistrationTokenList](fleetv1alpha1.GroupVersion,
+		"clusterregistrationtokens"),
 	"migrations": kindOf[migrationv1alpha1.CloudProviderMigration, migrationv1alpha1.CloudProviderMigrationList](migrationv1alpha1.GroupVersion, "cloudprovidermigrations"),
 	"events":     kindOf[corev1.Event, corev1.EventList](corev1.SchemeGroupVersion, "events"),
 	"bundledeployments": func() kindSpec {
