@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -143,14 +142,7 @@ func providerBundle() *fleetv1.Bundle {
 		&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "eks-hello", Name: "greeting"},
 			Data: map[string]string{"message": "Hello from drover to every EKS cluster it runs"}},
 	}
-	var resources []k8sruntime.RawExtension
-	for _, o := range objs {
-		b, err := json.Marshal(o)
-		if err != nil {
-			panic(err) // programming error: these objects always marshal
-		}
-		resources = append(resources, k8sruntime.RawExtension{Raw: b})
-	}
+	resources := raw(objs)
 	return &fleetv1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: ProviderBundle},
 		Spec: fleetv1.BundleSpec{Resources: resources,
 			Targets: []fleetv1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{join.LabelProvider: "eks"}}}}}}

@@ -430,6 +430,14 @@ func sampleBundle() *fleetv1.Bundle {
 		&corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: metav1.ObjectMeta{Namespace: "hello", Name: "web"},
 			Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80}}}},
 	}
+	resources := raw(objs)
+	return &fleetv1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: Bundle},
+		Spec: fleetv1.BundleSpec{Resources: resources, CorrectDrift: true,
+			Targets: []fleetv1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{fleetLabel: fleetLabelVal}}}}}}
+}
+
+// raw is objs as a Bundle's resources.
+func raw(objs []k8sruntime.Object) []k8sruntime.RawExtension {
 	var resources []k8sruntime.RawExtension
 	for _, o := range objs {
 		b, err := json.Marshal(o)
@@ -438,9 +446,7 @@ func sampleBundle() *fleetv1.Bundle {
 		}
 		resources = append(resources, k8sruntime.RawExtension{Raw: b})
 	}
-	return &fleetv1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: Bundle},
-		Spec: fleetv1.BundleSpec{Resources: resources, CorrectDrift: true,
-			Targets: []fleetv1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{fleetLabel: fleetLabelVal}}}}}}
+	return resources
 }
 
 // create creates o; one that exists already is fine.

@@ -28,19 +28,7 @@ func TestTokenMaxClusters(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	ws := mgmt.Namespace(t)
-	values := issueToken(t, &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "two"},
-		Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: time.Hour}, MaxClusters: ptr.To[int32](2)}})
-	imp := tokenClient(t, values[fleetv1alpha1.KeyToken])
-	register := func(clientID string) *fleetv1alpha1.ClusterRegistration {
-		cr := &fleetv1alpha1.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ws, GenerateName: "request-",
-			Labels:      map[string]string{fleetv1alpha1.TokenLabel: "two"},
-			Annotations: map[string]string{names.SecretNameAnnotation: names.SecretNameLengthPrefixed}},
-			Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: "0123456789abcdef0123"}}
-		if err := imp.Create(ctx, cr); err != nil {
-			t.Errorf("the import identity may create registrations: %v", err)
-		}
-		return cr
-	}
+	register := limitedToken(t, ws, "two", 2)
 	// decided is whether cr was granted, or an error while it is undecided; refused means with
 	// the token's reason and a message saying what to do.
 	decided := func(cr *fleetv1alpha1.ClusterRegistration) (bool, error) {
@@ -152,26 +140,14 @@ func TestTokenMaxClusters(t *testing.T) {
 	})
 }
 
-// TestTokenPlaceKeptForRefused: a registration refused after its token place was taken (its
-// Cluster's name is held by a Cluster of another clientID, found only when the Cluster is
-// created) gives the place back, so the token still registers as many clusters as it says.
+// TestTokenPlaceKeptForRefused: a registration that is refused (its Cluster's name is held by a
+// Cluster of another clientID) takes no place on its token, so the token still registers as
+// many clusters as it says.
 func TestTokenPlaceKeptForRefused(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	ws := mgmt.Namespace(t)
-	values := issueToken(t, &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "one"},
-		Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: time.Hour}, MaxClusters: ptr.To[int32](1)}})
-	imp := tokenClient(t, values[fleetv1alpha1.KeyToken])
-	register := func(clientID string) *fleetv1alpha1.ClusterRegistration {
-		cr := &fleetv1alpha1.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ws, GenerateName: "request-",
-			Labels:      map[string]string{fleetv1alpha1.TokenLabel: "one"},
-			Annotations: map[string]string{names.SecretNameAnnotation: names.SecretNameLengthPrefixed}},
-			Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: "0123456789abcdef0123"}}
-		if err := imp.Create(ctx, cr); err != nil {
-			t.Fatalf("the import identity may create registrations: %v", err)
-		}
-		return cr
-	}
+	register := limitedToken(t, ws, "one", 1)
 	condition := func(cr *fleetv1alpha1.ClusterRegistration) (*fleetv1alpha1.ClusterRegistration, *metav1.Condition, error) {
 		got := &fleetv1alpha1.ClusterRegistration{}
 		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(cr), got); err != nil {
@@ -218,4 +194,22 @@ func TestTokenPlaceKeptForRefused(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// limitedToken issues token name in ws with spec.maxClusters n, and returns a function that
+// registers a clientID with it as the token's real import identity, as an agent does.
+func limitedToken(t *testing.T, ws, name string, n int32) func(clientID string) *fleetv1alpha1.ClusterRegistration {
+	values := issueToken(t, &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name},
+		Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: time.Hour}, MaxClusters: ptr.To(n)}})
+	imp := tokenClient(t, values[fleetv1alpha1.KeyToken])
+	return func(clientID string) *fleetv1alpha1.ClusterRegistration {
+		cr := &fleetv1alpha1.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ws, GenerateName: "request-",
+			Labels:      map[string]string{fleetv1alpha1.TokenLabel: name},
+			Annotations: map[string]string{names.SecretNameAnnotation: names.SecretNameLengthPrefixed}},
+			Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: "0123456789abcdef0123"}}
+		if err := imp.Create(t.Context(), cr); err != nil {
+			t.Errorf("the import identity may create registrations: %v", err) // Errorf: called from goroutines
+		}
+		return cr
+	}
 }
