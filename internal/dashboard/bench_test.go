@@ -127,6 +127,34 @@ func bigFleet(b *testing.B, n, bundles int) string {
 		bd.Status.Display = bundle.Display(bd) // as the agent writes it with the status
 		return c.Status().Update(ctx, bd)
 	})
+	// An import token per fleet cluster (manager-initiated import) and 50 GitRepos of 10 paths.
+	expires := metav1.NewTime(now.Add(time.Hour))
+	parallel(b, n, func(i int) error {
+		tok := &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("import-edge-%04d", i),
+			Labels: map[string]string{fleetv1alpha1.ClusterLabel: fmt.Sprintf("edge-%04d", i), fleetv1alpha1.ClusterUIDLabel: fmt.Sprint(i)}},
+			Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: time.Hour}}}
+		if err := c.Create(ctx, tok); err != nil {
+			return err
+		}
+		tok.Status = fleetv1alpha1.ClusterRegistrationTokenStatus{Expires: &expires, SecretName: tok.Name + "-values",
+			Conditions: []metav1.Condition{cond("Ready", "True", "Issued", "The import identity is issued")}}
+		return c.Status().Update(ctx, tok)
+	})
+	parallel(b, 50, func(i int) error {
+		gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("repo-%02d", i)},
+			Spec: fleetv1alpha1.GitRepoSpec{Repo: "https://git.example.com/org/apps.git", Branch: "main", Paths: []string{"apps/*"}}}
+		if err := c.Create(ctx, gr); err != nil {
+			return err
+		}
+		gr.Status = fleetv1alpha1.GitRepoStatus{Commit: "0123456789abcdef0123456789abcdef01234567", Summary: fleetv1alpha1.GitRepoSummary{Bundles: 10, ReadyBundles: 9}}
+		for p := range 10 {
+			gr.Status.Bundles = append(gr.Status.Bundles, fleetv1alpha1.GitRepoBundle{Name: fmt.Sprintf("repo-%02d-app-%d", i, p), Path: fmt.Sprintf("apps/app-%d", p),
+				Ready: n - p/9, DesiredReady: n})
+		}
+		gr.Status.Conditions = []metav1.Condition{gen(cond("Synced", "True", "Succeeded", "rendered"), gr.Generation),
+			gen(cond("Ready", "False", "BundlesNotReady", "9/10 Bundles ready"), gr.Generation)}
+		return c.Status().Update(ctx, gr)
+	})
 	parallel(b, 100, func(i int) error {
 		return c.Create(ctx, warningEvent(ns, fmt.Sprintf("warn-%d", i), corev1.ObjectReference{APIVersion: "management.drover.io/v1alpha1", Kind: "Cluster",
 			Namespace: ns, Name: fmt.Sprintf("hosted-%04d", i)}, "ProviderError", "The provider answered 500"))
@@ -135,7 +163,8 @@ func bigFleet(b *testing.B, n, bundles int) string {
 }
 
 // BenchmarkPages: the server time of each page over a 1,000-cluster fleet (1,000 hosted
-// clusters, 1,000 fleet clusters, 3 Bundles with 3,000 BundleDeployments), reads included:
+// clusters, 1,000 fleet clusters, 3 Bundles with 3,000 BundleDeployments, 1,000 import tokens,
+// 50 GitRepos), reads included:
 // every request lists through the real API server with the viewer's token, as in production.
 func BenchmarkPages(b *testing.B) {
 	const n, bundles = 1000, 3
@@ -151,6 +180,8 @@ func BenchmarkPages(b *testing.B) {
 		{"cluster", "/hosted/" + ns + "/hosted-0000"},
 		{"fleet", "/fleet"},
 		{"bundles", "/bundles"},
+		{"gitrepos", "/gitrepos"},
+		{"tokens", "/tokens"},
 		{"migrations", "/migrations"},
 	}
 	for _, page := range pages {
@@ -273,3 +304,6 @@ func procCPU(pid int) time.Duration {
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * time.Second / 100 // clock ticks (USER_HZ = 100)
 }
+
+// gen sets the generation a condition was written for.
+func gen(c metav1.Condition, g int64) metav1.Condition { c.ObservedGeneration = g; return c }

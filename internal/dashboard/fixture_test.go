@@ -136,7 +136,6 @@ func newFleet(t testing.TB, ns string) *fleet {
 		setStatus(t, b)
 	}
 
-	gen := func(c metav1.Condition, g int64) metav1.Condition { c.ObservedGeneration = g; return c }
 	f.apps.Status = fleetv1alpha1.GitRepoStatus{Commit: "0123456789abcdef0123456789abcdef01234567",
 		Summary: fleetv1alpha1.GitRepoSummary{Bundles: 2, ReadyBundles: 1},
 		Bundles: []fleetv1alpha1.GitRepoBundle{{Name: "apps-web", Path: "apps/web", Ready: 2, DesiredReady: 2},
