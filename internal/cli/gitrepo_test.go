@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,9 +59,23 @@ func TestGitRepoAddListGet(t *testing.T) {
 			t.Errorf("list output lacks %q:\n%s", want, out)
 		}
 	}
+	// The controller's Events about it (events.k8s.io, as drover records them), newest last.
+	for i, note := range []string{"commit 0123456 of branch main rendered into 2 Bundles", "RenderFailed: path base: base/drover.yaml: unknown key helm.vaules"} {
+		ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "web-"},
+			EventTime: metav1.NewMicroTime(time.Now().Add(time.Duration(i-2) * time.Minute)), ReportingController: "drover-gitrepo", ReportingInstance: "drover-gitrepo-1",
+			Action: "Sync", Reason: []string{fleetv1alpha1.EventGitRepoDeployed, fleetv1alpha1.EventGitRepoSyncFailed}[i], Type: []string{"Normal", "Warning"}[i], Note: note,
+			Regarding: corev1.ObjectReference{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "GitRepo", Namespace: ns, Name: "web", UID: gr.UID}}
+		if err := mgmt.Client.Create(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
 	out, _, err = drover(ctx, "gitrepo", "get", "web", "--kubeconfig", kc, "-n", ns)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if i, j := strings.Index(out, "Deployed"), strings.Index(out, "SyncFailed"); !strings.Contains(out, "\nEvents:\n") || i < 0 || j < i ||
+		!strings.Contains(out, "unknown key helm.vaules") {
+		t.Errorf("get output lacks the GitRepo's Events, oldest first:\n%s", out)
 	}
 	for _, want := range []string{"branch main", "apps/*, base", "web-base", "1 cluster pending", "Condition Ready:"} {
 		if !strings.Contains(out, want) {
