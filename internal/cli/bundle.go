@@ -220,7 +220,7 @@ func newBundleStatusCommand(k *kubeOptions) *cobra.Command {
 				}
 				return fmt.Errorf("get bundle %s/%s: %w", ns, args[0], err)
 			}
-			return printOne(cmd.OutOrStdout(), &o, b, bundleColumns, func() error { return printBundleStatus(cmd.OutOrStdout(), b) })
+			return printOne(cmd.OutOrStdout(), &o, b, bundleColumns, withEvents(cmd.Context(), cmd.OutOrStdout(), c, b, func() error { return printBundleStatus(cmd.OutOrStdout(), b) }))
 		},
 	}
 	o.addFlag(cmd, "details")

@@ -97,7 +97,7 @@ func newClusterGetCommand(k *kubeOptions) *cobra.Command {
 				}
 				return fmt.Errorf("get cluster %s/%s: %w", ns, args[0], err)
 			}
-			return printOne(cmd.OutOrStdout(), &o, cl, clusterColumns, func() error { return printCluster(cmd.OutOrStdout(), cl) })
+			return printOne(cmd.OutOrStdout(), &o, cl, clusterColumns, withEvents(cmd.Context(), cmd.OutOrStdout(), c, cl, func() error { return printCluster(cmd.OutOrStdout(), cl) }))
 		},
 	}
 	o.addFlag(cmd, "details")

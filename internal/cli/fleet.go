@@ -60,7 +60,7 @@ func newFleetGetCommand(k *kubeOptions) *cobra.Command {
 				}
 				return fmt.Errorf("get registered cluster %s/%s: %w", ns, args[0], err)
 			}
-			return printOne(cmd.OutOrStdout(), &o, fc, fleetColumns, func() error { return printFleetCluster(cmd.OutOrStdout(), fc) })
+			return printOne(cmd.OutOrStdout(), &o, fc, fleetColumns, withEvents(cmd.Context(), cmd.OutOrStdout(), c, fc, func() error { return printFleetCluster(cmd.OutOrStdout(), fc) }))
 		},
 	}
 	o.addFlag(cmd, "details")

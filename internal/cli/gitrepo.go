@@ -4,17 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -172,12 +169,8 @@ func newGitRepoGetCommand(k *kubeOptions) *cobra.Command {
 				}
 				return fmt.Errorf("get gitrepo %s/%s: %w", ns, args[0], err)
 			}
-			return printOne(cmd.OutOrStdout(), &o, gr, gitRepoColumns, func() error {
-				if err := printGitRepo(cmd.OutOrStdout(), gr); err != nil {
-					return err
-				}
-				return printEvents(cmd.Context(), cmd.OutOrStdout(), c, ns, "GitRepo", gr.Name)
-			})
+			return printOne(cmd.OutOrStdout(), &o, gr, gitRepoColumns,
+				withEvents(cmd.Context(), cmd.OutOrStdout(), c, gr, func() error { return printGitRepo(cmd.OutOrStdout(), gr) }))
 		},
 	}
 	o.addFlag(cmd, "details")
@@ -256,44 +249,6 @@ func printGitRepo(w io.Writer, gr *fleetv1alpha1.GitRepo) error {
 	fmt.Fprintln(tw, "\nPATH\tBUNDLE\tCLUSTERS READY\tMESSAGE")
 	for _, b := range gr.Status.Bundles {
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\n", b.Path, b.Name, b.Ready, b.DesiredReady, orDash(b.Message))
-	}
-	return tw.Flush()
-}
-
-// maxEvents is how many of an object's Events `get` shows, newest last.
-const maxEvents = 10
-
-// printEvents prints the newest Events about the object of kind and name in ns, as kubectl
-// describe does; none, or no right to list Events, prints nothing.
-func printEvents(ctx context.Context, w io.Writer, c client.Client, ns, kind, name string) error {
-	var list corev1.EventList
-	// Events are an extra: without the right to list them the object is still shown.
-	if c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{"involvedObject.kind": kind, "involvedObject.name": name}) != nil ||
-		len(list.Items) == 0 {
-		return nil
-	}
-	evs := list.Items
-	// When it last happened, from the most precise field the recorder filled.
-	last := func(e *corev1.Event) time.Time {
-		switch {
-		case e.Series != nil && !e.Series.LastObservedTime.IsZero():
-			return e.Series.LastObservedTime.Time
-		case !e.LastTimestamp.IsZero():
-			return e.LastTimestamp.Time
-		case !e.EventTime.IsZero():
-			return e.EventTime.Time
-		}
-		return e.CreationTimestamp.Time
-	}
-	sort.SliceStable(evs, func(i, j int) bool { return last(&evs[i]).Before(last(&evs[j])) })
-	if len(evs) > maxEvents {
-		evs = evs[len(evs)-maxEvents:]
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nEvents:\nAGE\tTYPE\tREASON\tMESSAGE")
-	for i := range evs {
-		e := &evs[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", duration.HumanDuration(now().Sub(last(e))), e.Type, e.Reason, e.Message)
 	}
 	return tw.Flush()
 }

@@ -329,7 +329,7 @@ func newMigrationGetCommand(k *kubeOptions) *cobra.Command {
 				}
 				return fmt.Errorf("get migration %s/%s: %w", ns, args[0], err)
 			}
-			return printOne(cmd.OutOrStdout(), &o, m, migrationColumns, func() error {
+			return printOne(cmd.OutOrStdout(), &o, m, migrationColumns, withEvents(cmd.Context(), cmd.OutOrStdout(), c, m, func() error {
 				out := cmd.OutOrStdout()
 				fmt.Fprintf(out, "Migration %s/%s (%s): phase %s, step %d\n", m.Namespace, m.Name, m.Spec.Distribution, orDash(string(m.Status.Phase)), m.Status.CurrentStep)
 				for _, s := range m.Status.Steps {
@@ -340,7 +340,7 @@ func newMigrationGetCommand(k *kubeOptions) *cobra.Command {
 					fmt.Fprintln(out)
 				}
 				return nil
-			})
+			}))
 		},
 	}
 	o.addFlag(cmd, "details")
