@@ -62,7 +62,7 @@ const (
 )
 
 func init() {
-	register(HostedClusters, HostedChanges, CloudAPIRequests, RefreshDuration, RefreshAge)
+	register(HostedClusters, HostedChanges, CloudAPIRequests, RefreshDuration, RefreshAge, HostedFleet)
 }
 
 // ObserveCloudRequest counts one request of provider's SDK and its outcome.
@@ -156,3 +156,21 @@ func (o *Oldest) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, max(now.Sub(t).Seconds(), 0), v)
 	}
 }
+
+// HostedFleet counts hosted Clusters by provider and their place in the fleet (the join
+// controller's status.fleet): state "agent_ready", "joined" (the agent has not checked in yet),
+// "waiting" (the cluster is not active yet), "not_joined" (the join failed: reason says why),
+// "leaving" or "out" (it does not join), and reason, the Joined condition's reason.
+var HostedFleet = NewTracker(namespace+"_hosted_fleet",
+	"Hosted clusters by provider, place in the fleet (agent_ready, joined, waiting, not_joined, leaving, out) and the Joined condition's reason.",
+	"provider", "state", "reason")
+
+// Hosted clusters' places in the fleet (HostedFleet's state label).
+const (
+	FleetAgentReady = "agent_ready"
+	FleetJoined     = "joined"
+	FleetWaiting    = "waiting"
+	FleetNotJoined  = "not_joined"
+	FleetLeaving    = "leaving"
+	FleetOut        = "out"
+)

@@ -48,6 +48,7 @@ import (
 	"github.com/droverhq/drover/internal/agent/manifests"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/hosted/access"
+	"github.com/droverhq/drover/internal/metrics"
 )
 
 // Labels drover puts on the fleet Cluster of a hosted cluster (besides the hosted Cluster's own
@@ -242,6 +243,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	c := &v1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
+			metrics.HostedFleet.Delete(req.String())
 			if uid, ok := r.seen.LoadAndDelete(req.NamespacedName); ok {
 				r.warned.Delete(uid)
 				r.written.Delete(uid)
@@ -311,9 +313,12 @@ func (ps *pass) event(typ, reason, action, format string, args ...any) {
 // finish writes status.fleet when it changed (a merge patch of that field only: the hosted
 // reconciler owns the rest of the status).
 func (ps *pass) finish(ctx context.Context) error {
+	key := types.NamespacedName{Namespace: ps.c.Namespace, Name: ps.c.Name}.String()
 	if ps.gone {
+		metrics.HostedFleet.Delete(key)
 		return nil
 	}
+	ps.track(key)
 	before := ps.orig.Status.Fleet
 	after := ps.fleet
 	if after != nil && after.ClusterName == "" && after.KubeconfigSecret == "" && after.CredentialsExpireTime == nil && len(after.Conditions) == 0 {
@@ -338,6 +343,29 @@ func (ps *pass) finish(ctx context.Context) error {
 	}
 	ps.r.statusWritten.Store(ps.c.UID, &writtenStatus{base: base.ResourceVersion, fleet: after.DeepCopy()})
 	return nil
+}
+
+// track counts the cluster in the HostedFleet gauge by its Joined and AgentReady conditions.
+func (ps *pass) track(key string) {
+	joined := meta.FindStatusCondition(ps.fleet.Conditions, v1.ConditionJoined)
+	if joined == nil {
+		metrics.HostedFleet.Delete(key)
+		return
+	}
+	state := metrics.FleetNotJoined
+	switch {
+	case joined.Status == metav1.ConditionTrue && meta.IsStatusConditionTrue(ps.fleet.Conditions, v1.ConditionAgentReady):
+		state = metrics.FleetAgentReady
+	case joined.Status == metav1.ConditionTrue:
+		state = metrics.FleetJoined
+	case joined.Reason == v1.ReasonWaitingForCluster:
+		state = metrics.FleetWaiting
+	case joined.Reason == v1.ReasonLeaving:
+		state = metrics.FleetLeaving
+	case joined.Reason == v1.ReasonJoinDisabled:
+		state = metrics.FleetOut
+	}
+	metrics.HostedFleet.Set(key, ps.p.Name(), state, joined.Reason)
 }
 
 func equalFleet(a, b *v1.FleetStatus) bool {

@@ -22,6 +22,7 @@ import (
 	fleetv1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted/join"
+	"github.com/droverhq/drover/internal/metrics/metricstest"
 	eksim "github.com/droverhq/drover/pkg/cloudsim/eks"
 	"github.com/droverhq/drover/pkg/cloudsim/simcore"
 )
@@ -108,6 +109,9 @@ func TestJoinLifecycle(t *testing.T) {
 				}
 				return nil
 			})
+			if v := metricstest.Value(t, "drover_hosted_fleet", map[string]string{"provider": provider, "state": "agent_ready", "reason": v1.ReasonJoined}); v < 1 {
+				t.Errorf("drover_hosted_fleet{provider=%s,state=agent_ready} = %v, want this cluster counted", provider, v)
+			}
 
 			// A Bundle for "all <provider> clusters in <region>" reaches it.
 			cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "hello-" + name},
@@ -297,6 +301,10 @@ func TestAccessEntryMissing(t *testing.T) {
 	}
 	if !meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionReady) || c.Status.Phase != v1.PhaseActive {
 		t.Errorf("the import broke: phase %s, conditions %+v", c.Status.Phase, c.Status.Conditions)
+	}
+	// What DroverHostedClustersNotJoined alerts on.
+	if v := metricstest.Value(t, "drover_hosted_fleet", map[string]string{"provider": "eks", "state": "not_joined", "reason": v1.ReasonAccessEntryMissing}); v < 1 {
+		t.Errorf("drover_hosted_fleet{provider=eks,state=not_joined,reason=AccessEntryMissing} = %v, want this cluster counted", v)
 	}
 	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &fleetv1.Cluster{}); !isGone(err) {
 		t.Errorf("fleet Cluster without access: %v, want NotFound", err)
