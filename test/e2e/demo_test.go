@@ -446,6 +446,11 @@ func demoMetrics(t *testing.T, c client.Client, addr string) error {
 	if got := m.sum("drover_hosted_clusters", nil); got != float64(len(hosted.Items)) {
 		errs = append(errs, fmt.Errorf("drover_hosted_clusters sums to %v, want %d", got, len(hosted.Items)))
 	}
+	// Hosted clusters in the fleet: shop-eks joined with its agent, the three others stay out.
+	want("drover_hosted_fleet", map[string]string{"provider": "eks", "state": "agent_ready", "reason": "Joined"}, "==", 1)
+	if got := m.sum("drover_hosted_fleet", map[string]string{"state": "out"}); got != float64(len(demoHosted)-1) {
+		errs = append(errs, fmt.Errorf("drover_hosted_fleet{state=out} sums to %v, want %d", got, len(demoHosted)-1))
+	}
 	want("drover_hosted_changes_total", map[string]string{"provider": "eks", "kind": "adoption"}, ">=", 1)
 	want("drover_hosted_changes_total", map[string]string{"provider": "eks", "kind": "conflict"}, "==", 1)
 	// Cloud API calls by provider, operation and code: each cluster created once.
