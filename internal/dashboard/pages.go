@@ -141,6 +141,8 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, err error) {
 
 type overviewData struct {
 	HostedTotal, HostedConflicts int
+	// HostedNotJoined: hosted clusters whose join failed (fleetPlace's "bad").
+	HostedNotJoined int
 	Phases                       []string
 	Providers                    []providerCounts
 	FleetTotal                   int
@@ -209,6 +211,9 @@ func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *s
 		counts[p][phase]++
 		if condTrue(c.Status.Conditions, hosted.CondConflict) {
 			d.HostedConflicts++
+		}
+		if _, _, state := fleetPlace(c); state == "bad" {
+			d.HostedNotJoined++
 		}
 	}
 	d.HostedTotal = len(hostedClusters)

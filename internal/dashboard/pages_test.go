@@ -24,7 +24,7 @@ func TestPages(t *testing.T) {
 	}{
 		{"overview", "/" + q, []string{`data-count="hosted">3<`, `data-count="fleet">3<`, `data-count="connected">1 connected<`,
 			`data-count="disconnected">1 disconnected<`, `data-count="bundles">2<`, `data-count="bundles-not-ready">2 not ready<`,
-			`data-count="migrations-running">1 running<`, `data-count="gitrepos">2<`, `data-count="gitrepos-error">1 not syncing<`, `data-count="gitrepos-paused">1 paused<`, `hosted cluster ` + ns + `/data`, "Conflict", "1 with a conflict"},
+			`data-count="migrations-running">1 running<`, `data-count="gitrepos">2<`, `data-count="hosted-not-joined">1 cannot join the fleet<`, `data-count="gitrepos-error">1 not syncing<`, `data-count="gitrepos-paused">1 paused<`, `hosted cluster ` + ns + `/data`, "Conflict", "1 with a conflict"},
 			[]string{`<tr data-provider="eks"><th>eks</th><td[^>]*>1</td>`, `<tr data-provider="gke"><th>gke</th>(<td[^>]*>0</td>){5}<td[^>]*>1</td>`}},
 		{"hosted clusters", "/hosted" + q, []string{`data-cluster="` + ns + `/web"`, "us-west-2", "1.32", `data-phase="active"`,
 			`data-cluster="` + ns + `/api"`, "westeurope", `data-phase="updating"`, `data-cluster="` + ns + `/data"`, "europe-west1-b", ">conflict<",
