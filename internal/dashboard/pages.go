@@ -142,7 +142,7 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, err error) {
 type overviewData struct {
 	HostedTotal, HostedConflicts int
 	// HostedNotJoined: hosted clusters whose join failed (fleetPlace's "bad").
-	HostedNotJoined int
+	HostedNotJoined              int
 	Phases                       []string
 	Providers                    []providerCounts
 	FleetTotal                   int
