@@ -310,9 +310,22 @@ func checkHosted(ctx context.Context, c client.Client, ns string) (string, strin
 		return "", "", err
 	}
 	bad := failing(l.Items, ns, func(h *managementv1alpha1.Cluster) string {
-		return when(h.Status.Phase == managementv1alpha1.PhaseFailed)
+		if h.Status.Phase == managementv1alpha1.PhaseFailed {
+			return "failed"
+		}
+		// An active cluster that should be in the fleet and is not gets no Bundle.
+		if f := h.Status.Fleet; f != nil {
+			if j := meta.FindStatusCondition(f.Conditions, managementv1alpha1.ConditionJoined); j != nil && j.Status == metav1.ConditionFalse {
+				switch j.Reason {
+				case managementv1alpha1.ReasonJoinDisabled, managementv1alpha1.ReasonWaitingForCluster, managementv1alpha1.ReasonLeaving:
+				default:
+					return j.Reason
+				}
+			}
+		}
+		return ""
 	})
-	return verdict(len(l.Items), bad, "hosted clusters", "failed", "failed", "drover cluster get NAME")
+	return verdict(len(l.Items), bad, "hosted clusters", "failed or outside the fleet", "failed or cannot join the fleet", "drover cluster get NAME")
 }
 
 func checkMigrations(ctx context.Context, c client.Client, ns string) (string, string, error) {

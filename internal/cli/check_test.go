@@ -168,6 +168,18 @@ func TestCheck(t *testing.T) {
 	if err := c.Status().Update(ctx, h); err != nil {
 		t.Fatal(err)
 	}
+	// An active one that cannot join the fleet, one that stays out of it.
+	for name, reason := range map[string]string{"prod-west": v1.ReasonAccessEntryMissing, "lab": v1.ReasonJoinDisabled} {
+		h := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{DisplayName: name, Region: "us-west-2", CredentialSecret: "aws"}}}
+		if err := c.Create(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		h.Status.Phase = v1.PhaseActive
+		h.Status.Fleet = &v1.FleetStatus{Conditions: []metav1.Condition{{Type: v1.ConditionJoined, Status: "False", Reason: reason, Message: "m", LastTransitionTime: now}}}
+		if err := c.Status().Update(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Run("healthy server, fleet needs attention", func(t *testing.T) {
 		got, out, err := check(t)
 		if err != nil {
@@ -177,7 +189,7 @@ func TestCheck(t *testing.T) {
 		expect(t, got, "fleet", checkWarn, "3 registered clusters", "1 disconnected: edge-gone", "1 never checked in: edge-new",
 			"agents run v1.2.0 (1), v1.3.0 (1)")
 		expect(t, got, "bundles", checkWarn, "1 of 2 Bundles not ready: web (ApplyFailed)")
-		expect(t, got, "hosted-clusters", checkWarn, "1 of 1 hosted clusters failed: prod-east", "drover cluster get")
+		expect(t, got, "hosted-clusters", checkWarn, "2 of 3 hosted clusters failed or cannot join the fleet: prod-east (failed), prod-west (AccessEntryMissing)", "drover cluster get")
 		expect(t, got, "gitrepos", checkOK)
 		expect(t, got, "migrations", checkOK)
 		if strings.Contains(got["fleet"].Detail, "edge-ok") {
