@@ -325,7 +325,7 @@ func checkHosted(ctx context.Context, c client.Client, ns string) (string, strin
 		}
 		return ""
 	})
-	return verdict(len(l.Items), bad, "hosted clusters", "failed or outside the fleet", "failed or cannot join the fleet", "drover cluster get NAME")
+	return verdict(len(l.Items), bad, "hosted clusters", "failed or unable to join the fleet", "failed or cannot join the fleet", "drover cluster get NAME")
 }
 
 func checkMigrations(ctx context.Context, c client.Client, ns string) (string, string, error) {
