@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/cgi"
+	"net/http/cgi" //nolint:gosec // G504 is about Go < 1.6.3 (httpoxy); git http-backend serves the demo's repository on loopback
 	"os"
 	"os/exec"
 	"path/filepath"
