@@ -314,14 +314,8 @@ func checkHosted(ctx context.Context, c client.Client, ns string) (string, strin
 			return "failed"
 		}
 		// An active cluster that should be in the fleet and is not gets no Bundle.
-		if f := h.Status.Fleet; f != nil {
-			if j := meta.FindStatusCondition(f.Conditions, managementv1alpha1.ConditionJoined); j != nil && j.Status == metav1.ConditionFalse {
-				switch j.Reason {
-				case managementv1alpha1.ReasonJoinDisabled, managementv1alpha1.ReasonWaitingForCluster, managementv1alpha1.ReasonLeaving:
-				default:
-					return j.Reason
-				}
-			}
+		if place, joined := h.FleetPlace(); place == managementv1alpha1.FleetPlaceNotJoined {
+			return joined.Reason
 		}
 		return ""
 	})

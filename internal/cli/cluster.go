@@ -65,6 +65,7 @@ var clusterColumns = []column[*v1.Cluster]{
 	{name: "VERSION", wide: true, cell: func(c *v1.Cluster) string { return orDash(c.KubernetesVersion()) }},
 	{name: "POLICY", wide: true, cell: func(c *v1.Cluster) string { return orDash(string(c.Spec.SyncPolicy)) }},
 	{name: "IMPORTED", wide: true, cell: func(c *v1.Cluster) string { return fmt.Sprint(c.Imported()) }},
+	{name: "FLEET", wide: true, cell: fleetCell},
 }
 
 func orAll(ns string) string {
@@ -297,4 +298,18 @@ func importCluster(cmd *cobra.Command, k *kubeOptions, p hosted.Provider, cl *v1
 		return nil
 	}
 	return waitUntil(cmd.Context(), cmd.OutOrStdout(), "cluster "+ns+"/"+cl.Name, w.timeout, clusterActive(c, client.ObjectKeyFromObject(cl)))
+}
+
+// fleetCell is a hosted cluster's place in the fleet: agent-ready, joined, waiting, leaving,
+// out, or the reason it could not join (AccessEntryMissing, ...); "-" before the join
+// controller looked.
+func fleetCell(c *v1.Cluster) string {
+	place, joined := c.FleetPlace()
+	switch place {
+	case v1.FleetPlaceUnknown:
+		return "-"
+	case v1.FleetPlaceNotJoined:
+		return joined.Reason
+	}
+	return strings.ReplaceAll(string(place), "_", "-")
 }

@@ -285,31 +285,27 @@ type hostedRow struct {
 	FleetState          string // a badge class: good, info, bad, muted
 }
 
-// fleetPlace says where a hosted cluster is in the fleet, from its status.fleet conditions.
+// fleetPlace says where a hosted cluster is in the fleet: the words shown, the Joined
+// condition's message and a badge class (bad: the join failed).
 func fleetPlace(c *managementv1alpha1.Cluster) (place, msg, state string) {
-	if c.Status.Fleet == nil {
+	p, joined := c.FleetPlace()
+	if joined == nil {
 		return "", "", "muted"
 	}
-	conds := c.Status.Fleet.Conditions
-	joined := meta.FindStatusCondition(conds, managementv1alpha1.ConditionJoined)
-	switch {
-	case joined == nil:
-		return "", "", "muted"
-	case joined.Status != metav1.ConditionTrue:
-		switch joined.Reason {
-		case managementv1alpha1.ReasonJoinDisabled:
-			return "out", joined.Message, "muted"
-		case managementv1alpha1.ReasonWaitingForCluster:
-			return "waiting", joined.Message, "info"
-		}
-		return joined.Reason, joined.Message, "bad"
-	case meta.IsStatusConditionTrue(conds, managementv1alpha1.ConditionAgentReady):
+	switch p {
+	case managementv1alpha1.FleetPlaceAgentReady:
 		return "agent ready", joined.Message, "good"
+	case managementv1alpha1.FleetPlaceJoined:
+		if agent := meta.FindStatusCondition(c.Status.Fleet.Conditions, managementv1alpha1.ConditionAgentReady); agent != nil {
+			return "joined", agent.Message, "info"
+		}
+		return "joined", joined.Message, "info"
+	case managementv1alpha1.FleetPlaceWaiting:
+		return "waiting", joined.Message, "info"
+	case managementv1alpha1.FleetPlaceOut, managementv1alpha1.FleetPlaceLeaving:
+		return string(p), joined.Message, "muted"
 	}
-	if agent := meta.FindStatusCondition(conds, managementv1alpha1.ConditionAgentReady); agent != nil {
-		msg = agent.Message
-	}
-	return "joined", msg, "info"
+	return joined.Reason, joined.Message, "bad"
 }
 
 func listHosted(ctx context.Context, s *scope) ([]managementv1alpha1.Cluster, listInfo, error) {

@@ -158,19 +158,8 @@ func (o *Oldest) Collect(ch chan<- prometheus.Metric) {
 }
 
 // HostedFleet counts hosted Clusters by provider and their place in the fleet (the join
-// controller's status.fleet): state "agent_ready", "joined" (the agent has not checked in yet),
-// "waiting" (the cluster is not active yet), "not_joined" (the join failed: reason says why),
-// "leaving" or "out" (it does not join), and reason, the Joined condition's reason.
+// controller's status.fleet): state is the v1alpha1.FleetPlace (agent_ready, joined, waiting,
+// not_joined, leaving, out), reason the Joined condition's reason.
 var HostedFleet = NewTracker(namespace+"_hosted_fleet",
 	"Hosted clusters by provider, place in the fleet (agent_ready, joined, waiting, not_joined, leaving, out) and the Joined condition's reason.",
 	"provider", "state", "reason")
-
-// Hosted clusters' places in the fleet (HostedFleet's state label).
-const (
-	FleetAgentReady = "agent_ready"
-	FleetJoined     = "joined"
-	FleetWaiting    = "waiting"
-	FleetNotJoined  = "not_joined"
-	FleetLeaving    = "leaving"
-	FleetOut        = "out"
-)

@@ -1,5 +1,10 @@
 package v1alpha1
 
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // Provider-neutral reads of a Cluster, shared by the CLI and the dashboard.
 
 // Location is the cluster's region (EKS), location (AKS) or region or zone (GKE); "" if unset.
@@ -53,4 +58,58 @@ func (c *Cluster) Imported() bool {
 		return c.Spec.GKEConfig.Imported
 	}
 	return false
+}
+
+// FleetPlace is where a hosted cluster is in the fleet, from status.fleet.
+type FleetPlace string
+
+// Places in the fleet.
+const (
+	// FleetPlaceUnknown: the join controller has not looked at the cluster yet.
+	FleetPlaceUnknown FleetPlace = ""
+	// FleetPlaceAgentReady: joined, and the agent checked in.
+	FleetPlaceAgentReady FleetPlace = "agent_ready"
+	// FleetPlaceJoined: joined (kubeconfig Secret and fleet Cluster in place); the agent has not
+	// checked in yet.
+	FleetPlaceJoined FleetPlace = "joined"
+	// FleetPlaceWaiting: the cluster is not active yet.
+	FleetPlaceWaiting FleetPlace = "waiting"
+	// FleetPlaceNotJoined: the join failed; the Joined condition's reason and message say why
+	// and what to do.
+	FleetPlaceNotJoined FleetPlace = "not_joined"
+	// FleetPlaceLeaving: the agent and fleet Cluster are being removed.
+	FleetPlaceLeaving FleetPlace = "leaving"
+	// FleetPlaceOut: the cluster does not join (spec.fleet.join false, or the server's default).
+	FleetPlaceOut FleetPlace = "out"
+)
+
+// FleetPlace returns the cluster's place in the fleet and its Joined condition (nil with
+// FleetPlaceUnknown).
+func (c *Cluster) FleetPlace() (FleetPlace, *metav1.Condition) {
+	if c.Status.Fleet == nil {
+		return FleetPlaceUnknown, nil
+	}
+	return FleetPlaceOf(c.Status.Fleet.Conditions)
+}
+
+// FleetPlaceOf is FleetPlace for status.fleet's conditions.
+func FleetPlaceOf(conds []metav1.Condition) (FleetPlace, *metav1.Condition) {
+	joined := meta.FindStatusCondition(conds, ConditionJoined)
+	switch {
+	case joined == nil:
+		return FleetPlaceUnknown, nil
+	case joined.Status == metav1.ConditionTrue && meta.IsStatusConditionTrue(conds, ConditionAgentReady):
+		return FleetPlaceAgentReady, joined
+	case joined.Status == metav1.ConditionTrue:
+		return FleetPlaceJoined, joined
+	}
+	switch joined.Reason {
+	case ReasonWaitingForCluster:
+		return FleetPlaceWaiting, joined
+	case ReasonLeaving:
+		return FleetPlaceLeaving, joined
+	case ReasonJoinDisabled:
+		return FleetPlaceOut, joined
+	}
+	return FleetPlaceNotJoined, joined
 }

@@ -1,6 +1,10 @@
 package v1alpha1
 
-import "testing"
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // TestClusterReads: an imported cluster that leaves the version unmanaged shows the version read
 // from the provider; a configured version wins; location and imported per provider.
@@ -33,6 +37,39 @@ func TestClusterReads(t *testing.T) {
 			}
 			if got := tc.c.Imported(); got != tc.imported {
 				t.Errorf("Imported = %v, want %v", got, tc.imported)
+			}
+		})
+	}
+}
+
+// TestFleetPlace: a hosted cluster's place in the fleet from its status.fleet conditions.
+func TestFleetPlace(t *testing.T) {
+	cond := func(typ string, ok bool, reason string) metav1.Condition {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: typ, Status: s, Reason: reason}
+	}
+	for _, tc := range []struct {
+		name  string
+		fleet *FleetStatus
+		want  FleetPlace
+	}{
+		{"not looked at", nil, FleetPlaceUnknown},
+		{"no Joined yet", &FleetStatus{}, FleetPlaceUnknown},
+		{"agent ready", &FleetStatus{Conditions: []metav1.Condition{cond(ConditionJoined, true, ReasonJoined), cond(ConditionAgentReady, true, ReasonAgentCheckedIn)}}, FleetPlaceAgentReady},
+		{"joined, agent not yet", &FleetStatus{Conditions: []metav1.Condition{cond(ConditionJoined, true, ReasonJoined), cond(ConditionAgentReady, false, ReasonWaitingForAgent)}}, FleetPlaceJoined},
+		{"not active yet", &FleetStatus{Conditions: []metav1.Condition{cond(ConditionJoined, false, ReasonWaitingForCluster)}}, FleetPlaceWaiting},
+		{"leaving", &FleetStatus{Conditions: []metav1.Condition{cond(ConditionJoined, false, ReasonLeaving)}}, FleetPlaceLeaving},
+		{"opted out", &FleetStatus{Conditions: []metav1.Condition{cond(ConditionJoined, false, ReasonJoinDisabled)}}, FleetPlaceOut},
+		{"access entry missing", &FleetStatus{Conditions: []metav1.Condition{cond(ConditionJoined, false, ReasonAccessEntryMissing)}}, FleetPlaceNotJoined},
+		{"unreachable, stale AgentReady", &FleetStatus{Conditions: []metav1.Condition{cond(ConditionJoined, false, ReasonUnreachable), cond(ConditionAgentReady, true, ReasonAgentCheckedIn)}}, FleetPlaceNotJoined},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Cluster{Status: ClusterStatus{Fleet: tc.fleet}}
+			if got, _ := c.FleetPlace(); got != tc.want {
+				t.Errorf("FleetPlace() = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -345,27 +345,14 @@ func (ps *pass) finish(ctx context.Context) error {
 	return nil
 }
 
-// track counts the cluster in the HostedFleet gauge by its Joined and AgentReady conditions.
+// track counts the cluster in the HostedFleet gauge by its place in the fleet.
 func (ps *pass) track(key string) {
-	joined := meta.FindStatusCondition(ps.fleet.Conditions, v1.ConditionJoined)
+	place, joined := v1.FleetPlaceOf(ps.fleet.Conditions)
 	if joined == nil {
 		metrics.HostedFleet.Delete(key)
 		return
 	}
-	state := metrics.FleetNotJoined
-	switch {
-	case joined.Status == metav1.ConditionTrue && meta.IsStatusConditionTrue(ps.fleet.Conditions, v1.ConditionAgentReady):
-		state = metrics.FleetAgentReady
-	case joined.Status == metav1.ConditionTrue:
-		state = metrics.FleetJoined
-	case joined.Reason == v1.ReasonWaitingForCluster:
-		state = metrics.FleetWaiting
-	case joined.Reason == v1.ReasonLeaving:
-		state = metrics.FleetLeaving
-	case joined.Reason == v1.ReasonJoinDisabled:
-		state = metrics.FleetOut
-	}
-	metrics.HostedFleet.Set(key, ps.p.Name(), state, joined.Reason)
+	metrics.HostedFleet.Set(key, ps.p.Name(), string(place), joined.Reason)
 }
 
 func equalFleet(a, b *v1.FleetStatus) bool {
