@@ -40,7 +40,7 @@ func TestGetShowsOwnEvents(t *testing.T) {
 		}
 	}
 	event(hostedCl, v1.GroupVersion.String(), "Adopted", "eksConfig.tags[cost-center] adopted")
-	event(fleetCl, fleetv1alpha1.GroupVersion.String(), fleetv1alpha1.EventAgentReconnected, "The agent checked in again")
+	event(fleetCl, fleetv1alpha1.GroupVersion.String(), fleetv1alpha1.EventAgentReconnected, "The agent checked in again\n1m  Normal  Forged  a row someone wrote")
 
 	for _, tc := range []struct {
 		args          []string
@@ -55,6 +55,9 @@ func TestGetShowsOwnEvents(t *testing.T) {
 		}
 		if !strings.Contains(out, "\nEvents:\n") || !strings.Contains(out, tc.want) || strings.Contains(out, tc.notWant) {
 			t.Errorf("%v: want its own %s Event and not %s:\n%s", tc.args, tc.want, tc.notWant, out)
+		}
+		if strings.Contains(out, "\n1m  Normal  Forged") {
+			t.Errorf("%v: an Event's line break started a row of its own:\n%s", tc.args, out)
 		}
 	}
 }
