@@ -210,10 +210,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err == nil {
 		err = r.checkLegacyName(ctx, cr)
 	}
-	if err == nil && tok != nil && tok.Spec.MaxClusters != nil && renewal == nil {
-		if err = r.checkClusterName(ctx, cr); err == nil {
-			err = r.takeSlot(ctx, cr, tok)
-		}
+	var existing *fleetv1alpha1.Cluster
+	if err == nil && renewal == nil {
+		existing, err = r.clusterFor(ctx, cr)
+	}
+	if err == nil && tok != nil {
+		err = r.takeSlot(ctx, cr, tok)
 	}
 	if err != nil {
 		var denied deniedError
@@ -236,7 +238,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	cluster := renewal
 	if cluster == nil {
-		if cluster, err = r.findOrCreateCluster(ctx, cr); err != nil {
+		if cluster, err = r.findOrCreateCluster(ctx, cr, existing); err != nil {
 			var denied deniedError
 			if errors.As(err, &denied) {
 				return deny(denied.reason, denied.msg)
@@ -296,7 +298,7 @@ func (r *Reconciler) finishGrant(ctx context.Context, cr, before *fleetv1alpha1.
 	if renewal {
 		cluster, err = r.renewalCluster(ctx, cr)
 	} else {
-		cluster, err = r.findOrCreateCluster(ctx, cr)
+		cluster, err = r.clusterFor(ctx, cr)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -444,32 +446,9 @@ func validateLabels(labels map[string]string) string {
 	return fmt.Sprintf("Cluster labels %s are reserved for drover or invalid", strings.Join(bad, ", "))
 }
 
-// checkClusterName refuses, as findOrCreateCluster would, a registration whose Cluster name is
-// held by a Cluster of another clientID.
-func (r *Reconciler) checkClusterName(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) error {
-	var list fleetv1alpha1.ClusterList
-	if err := r.Client.List(ctx, &list, client.InNamespace(cr.Namespace), client.MatchingFields{ClientIDIndex: cr.Spec.ClientID}); err != nil {
-		return fmt.Errorf("list clusters by clientID: %w", err)
-	}
-	for i := range list.Items {
-		if list.Items[i].DeletionTimestamp.IsZero() {
-			return nil
-		}
-	}
-	c := &fleetv1alpha1.Cluster{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: cr.Namespace, Name: names.ClusterNameForClientID(cr.Spec.ClientID)}, c)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("get cluster %s: %w", names.ClusterNameForClientID(cr.Spec.ClientID), err)
-	case c.Spec.ClientID != cr.Spec.ClientID:
-		return deniedError{fleetv1alpha1.ReasonClusterConflict, fmt.Sprintf("Cluster %s exists with another clientID", c.Name)}
-	}
-	return nil
-}
-
-func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) (*fleetv1alpha1.Cluster, error) {
+// clusterFor returns the Cluster of cr's clientID (nil if there is none yet), or refuses the
+// registration when the name its Cluster would get is held by a Cluster of another clientID.
+func (r *Reconciler) clusterFor(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration) (*fleetv1alpha1.Cluster, error) {
 	var list fleetv1alpha1.ClusterList
 	if err := r.Client.List(ctx, &list, client.InNamespace(cr.Namespace), client.MatchingFields{ClientIDIndex: cr.Spec.ClientID}); err != nil {
 		return nil, fmt.Errorf("list clusters by clientID: %w", err)
@@ -478,6 +457,26 @@ func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.
 		if list.Items[i].DeletionTimestamp.IsZero() {
 			return &list.Items[i], nil
 		}
+	}
+	name := names.ClusterNameForClientID(cr.Spec.ClientID)
+	c := &fleetv1alpha1.Cluster{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: cr.Namespace, Name: name}, c); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get cluster %s: %w", name, err)
+	case c.Spec.ClientID != cr.Spec.ClientID:
+		return nil, deniedError{fleetv1alpha1.ReasonClusterConflict, fmt.Sprintf("Cluster %s exists with another clientID", c.Name)}
+	}
+	return c, nil // being deleted: the caller waits for its successor
+}
+
+// findOrCreateCluster returns existing (clusterFor's), else creates cr's Cluster; one created
+// meanwhile by a concurrent registration of the same clientID is used, one of another is a
+// conflict.
+func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, existing *fleetv1alpha1.Cluster) (*fleetv1alpha1.Cluster, error) {
+	if existing != nil {
+		return existing, nil
 	}
 	c := &fleetv1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cr.Namespace, Name: names.ClusterNameForClientID(cr.Spec.ClientID), Labels: cr.Spec.ClusterLabels,
