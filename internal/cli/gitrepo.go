@@ -214,17 +214,7 @@ var gitRepoColumns = []column[*fleetv1alpha1.GitRepo]{
 		}
 		return "-"
 	}},
-	{name: "REVISION", wide: true, cell: func(g *fleetv1alpha1.GitRepo) string {
-		switch {
-		case g.Spec.Branch != "":
-			return "branch " + g.Spec.Branch
-		case g.Spec.Tag != "":
-			return "tag " + g.Spec.Tag
-		case g.Spec.Revision != "":
-			return "commit " + g.Spec.Revision
-		}
-		return "default branch"
-	}},
+	{name: "REVISION", wide: true, cell: func(g *fleetv1alpha1.GitRepo) string { return g.Spec.Follows() }},
 	{name: "PATHS", wide: true, cell: func(g *fleetv1alpha1.GitRepo) string { return orDash(strings.Join(g.Spec.Paths, ",")) }},
 }
 
@@ -232,7 +222,7 @@ func printGitRepo(w io.Writer, gr *fleetv1alpha1.GitRepo) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "GitRepo:\t%s/%s\n", gr.Namespace, gr.Name)
 	fmt.Fprintf(tw, "Repo:\t%s\n", gr.Spec.Repo)
-	fmt.Fprintf(tw, "Revision:\t%s\n", gitRepoColumns[5].cell(gr))
+	fmt.Fprintf(tw, "Revision:\t%s\n", gr.Spec.Follows())
 	fmt.Fprintf(tw, "Paths:\t%s\n", orDash(strings.Join(gr.Spec.Paths, ", ")))
 	fmt.Fprintf(tw, "Commit:\t%s\n", orDash(gr.Status.Commit))
 	fmt.Fprintf(tw, "Bundles:\t%d/%d ready\n", gr.Status.Summary.ReadyBundles, gr.Status.Summary.Bundles)

@@ -18,7 +18,7 @@ type gitRepoView struct {
 	Namespace, Name string
 	// Repo is spec.repo with any password in it masked.
 	Repo string
-	// Wants is the revision followed: "branch main", "tag v1.2", "commit 0a1b2c3" or "default branch".
+	// Wants is the revision followed (GitRepoSpec.Follows).
 	Wants string
 	Paths []string
 	// Commit is the commit deployed (the last good one); Short its first 12 digits.
@@ -77,7 +77,7 @@ func (h *Handler) gitRepos(ctx context.Context, _ *http.Request, v *viewer, s *s
 }
 
 func newGitRepoView(gr *fleetv1alpha1.GitRepo) gitRepoView {
-	v := gitRepoView{Namespace: gr.Namespace, Name: gr.Name, Repo: maskRepo(gr.Spec.Repo), Wants: wants(&gr.Spec), Paths: gr.Spec.Paths,
+	v := gitRepoView{Namespace: gr.Namespace, Name: gr.Name, Repo: maskRepo(gr.Spec.Repo), Wants: gr.Spec.Follows(), Paths: gr.Spec.Paths,
 		Commit: gr.Status.Commit, Bundles: gr.Status.Bundles, BundlesReady: gr.Status.Summary.ReadyBundles,
 		Paused: gr.Spec.Paused, ClientSecret: gr.Spec.ClientSecretName,
 		Synced:      meta.FindStatusCondition(gr.Status.Conditions, fleetv1alpha1.ConditionSynced),
@@ -113,19 +113,6 @@ func newGitRepoView(gr *fleetv1alpha1.GitRepo) gitRepoView {
 		v.State = gitStateNotReady
 	}
 	return v
-}
-
-// wants says which revision a GitRepo follows.
-func wants(s *fleetv1alpha1.GitRepoSpec) string {
-	switch {
-	case s.Revision != "":
-		return "commit " + s.Revision
-	case s.Tag != "":
-		return "tag " + s.Tag
-	case s.Branch != "":
-		return "branch " + s.Branch
-	}
-	return "default branch"
 }
 
 // maskRepo hides a password in a repository URL. The CRD refuses new ones, but a GitRepo stored

@@ -196,18 +196,6 @@ func wantedRef(spec *fleetv1alpha1.GitRepoSpec) plumbing.ReferenceName {
 	return plumbing.HEAD
 }
 
-func describe(spec *fleetv1alpha1.GitRepoSpec) string {
-	switch {
-	case spec.Branch != "":
-		return "branch " + spec.Branch
-	case spec.Tag != "":
-		return "tag " + spec.Tag
-	case spec.Revision != "":
-		return "revision " + spec.Revision
-	}
-	return "the default branch"
-}
-
 // resolve asks the server (git ls-remote) for the commit the spec's branch or tag points to.
 // For a revision it returns the revision itself when it is a full SHA, else "".
 func resolve(ctx context.Context, spec *fleetv1alpha1.GitRepoSpec, auth transport.AuthMethod, caBundle []byte) (string, error) {
@@ -232,7 +220,7 @@ func resolve(ctx context.Context, spec *fleetv1alpha1.GitRepoSpec, auth transpor
 		r = byName[r.Target()]
 	}
 	if r == nil {
-		return "", failf(fleetv1alpha1.ReasonRevisionNotFound, nil, "%s not found in %s", describe(spec), spec.Repo)
+		return "", failf(fleetv1alpha1.ReasonRevisionNotFound, nil, "%s not found in %s", spec.Follows(), spec.Repo)
 	}
 	if peeled := byName[plumbing.ReferenceName(string(r.Name())+"^{}")]; peeled != nil {
 		return peeled.Hash().String(), nil // an annotated tag: the commit it points to
@@ -252,7 +240,7 @@ func fetch(ctx context.Context, spec *fleetv1alpha1.GitRepoSpec, auth transport.
 	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, opts)
 	if err != nil {
 		if errors.Is(err, plumbing.ErrReferenceNotFound) || strings.Contains(err.Error(), "couldn't find remote ref") {
-			return nil, failf(fleetv1alpha1.ReasonRevisionNotFound, err, "%s not found in %s", describe(spec), spec.Repo)
+			return nil, failf(fleetv1alpha1.ReasonRevisionNotFound, err, "%s not found in %s", spec.Follows(), spec.Repo)
 		}
 		return nil, classify(err, "clone "+spec.Repo)
 	}
@@ -266,7 +254,7 @@ func fetch(ctx context.Context, spec *fleetv1alpha1.GitRepoSpec, auth transport.
 	} else {
 		head, err := repo.Head()
 		if err != nil {
-			return nil, failf(fleetv1alpha1.ReasonRevisionNotFound, err, "%s of %s", describe(spec), spec.Repo)
+			return nil, failf(fleetv1alpha1.ReasonRevisionNotFound, err, "%s of %s", spec.Follows(), spec.Repo)
 		}
 		hash = head.Hash()
 	}
@@ -274,7 +262,7 @@ func fetch(ctx context.Context, spec *fleetv1alpha1.GitRepoSpec, auth transport.
 	if err != nil {
 		tag, terr := repo.TagObject(hash)
 		if terr != nil {
-			return nil, failf(fleetv1alpha1.ReasonRevisionNotFound, err, "%s of %s is not a commit", describe(spec), spec.Repo)
+			return nil, failf(fleetv1alpha1.ReasonRevisionNotFound, err, "%s of %s is not a commit", spec.Follows(), spec.Repo)
 		}
 		if commit, err = tag.Commit(); err != nil {
 			return nil, failf(fleetv1alpha1.ReasonRevisionNotFound, err, "tag %s of %s does not point to a commit", spec.Tag, spec.Repo)

@@ -309,7 +309,7 @@ func (r *Reconciler) sync(ctx context.Context, gr *fleetv1alpha1.GitRepo, st *re
 			"every key of the paths' drover.yaml and fleet.yaml files is used")
 	}
 	setCondition(gr, fleetv1alpha1.ConditionSynced, metav1.ConditionTrue, fleetv1alpha1.ReasonSucceeded,
-		fmt.Sprintf("commit %s of %s rendered into %d Bundles", st.co.commit, describe(&gr.Spec), len(out)))
+		fmt.Sprintf("commit %s of %s rendered into %d Bundles", st.co.commit, gr.Spec.Follows(), len(out)))
 }
 
 // fetchAndRender returns the rendered paths of the revision's current commit, reading the
@@ -333,7 +333,7 @@ func (r *Reconciler) fetchAndRender(ctx context.Context, gr *fleetv1alpha1.GitRe
 	if err != nil {
 		return nil, err
 	}
-	source := gr.Spec.Repo + " " + describe(&gr.Spec)
+	source := gr.Spec.Repo + " " + gr.Spec.Follows()
 	var caBundle []byte
 	if secret != nil {
 		caBundle = secret.Data[fleetv1alpha1.GitKeyCACerts]

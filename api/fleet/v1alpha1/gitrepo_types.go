@@ -123,6 +123,20 @@ type GitRepoSpec struct {
 	Paused bool `json:"paused,omitempty"`
 }
 
+// Follows says which revision the GitRepo follows: "branch main", "tag v1.2.0", "revision
+// 0a1b2c3" or "the default branch" (the CLI, the dashboard and the controller's messages).
+func (s *GitRepoSpec) Follows() string {
+	switch {
+	case s.Branch != "":
+		return "branch " + s.Branch
+	case s.Tag != "":
+		return "tag " + s.Tag
+	case s.Revision != "":
+		return "revision " + s.Revision
+	}
+	return "the default branch"
+}
+
 // GitRepoBundle is the readiness of one Bundle of a GitRepo.
 type GitRepoBundle struct {
 	// Name of the Bundle.
