@@ -7,11 +7,12 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/droverhq/drover/internal/kubeevents"
 )
 
 // maxEvents is how many of an object's Events `get` shows, newest last.
@@ -27,18 +28,7 @@ func printEvents(ctx context.Context, w io.Writer, c client.Client, obj client.O
 		return nil
 	}
 	evs := list.Items
-	// When it last happened, from the most precise field the recorder filled.
-	last := func(e *corev1.Event) time.Time {
-		switch {
-		case e.Series != nil && !e.Series.LastObservedTime.IsZero():
-			return e.Series.LastObservedTime.Time
-		case !e.LastTimestamp.IsZero():
-			return e.LastTimestamp.Time
-		case !e.EventTime.IsZero():
-			return e.EventTime.Time
-		}
-		return e.CreationTimestamp.Time
-	}
+	last := kubeevents.LastTime
 	sort.SliceStable(evs, func(i, j int) bool { return last(&evs[i]).Before(last(&evs[j])) })
 	if len(evs) > maxEvents {
 		evs = evs[len(evs)-maxEvents:]

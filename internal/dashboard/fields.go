@@ -16,6 +16,7 @@ import (
 	"github.com/droverhq/drover/internal/hosted/eks"
 	"github.com/droverhq/drover/internal/hosted/gke"
 	"github.com/droverhq/drover/internal/hosted/merge"
+	"github.com/droverhq/drover/internal/kubeevents"
 )
 
 var providers = []hosted.Provider{eks.Provider{}, gke.Provider{}, aks.Provider{}}
@@ -100,7 +101,7 @@ func fieldRows(p hosted.Provider, c *managementv1alpha1.Cluster, events []corev1
 		if !ok || f.Reason == hosted.EventConflict {
 			continue
 		}
-		at := eventTime(e)
+		at := kubeevents.LastTime(e)
 		k := f.Reason + "\x00" + f.Field
 		if prev, ok := latest[k]; !ok || at.After(prev.at) {
 			latest[k] = timedFinding{f, at}

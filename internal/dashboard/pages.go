@@ -27,6 +27,7 @@ import (
 	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/bundle/agentmgmt"
 	"github.com/droverhq/drover/internal/hosted"
+	"github.com/droverhq/drover/internal/kubeevents"
 	"github.com/droverhq/drover/internal/migration"
 	"github.com/droverhq/drover/internal/registration/cluster"
 )
@@ -883,27 +884,13 @@ type eventRow struct {
 	at   time.Time
 }
 
-// eventTime is when an event last happened, whichever API wrote it.
-func eventTime(e *corev1.Event) time.Time {
-	t := e.CreationTimestamp.Time
-	for _, c := range []time.Time{e.FirstTimestamp.Time, e.EventTime.Time, e.LastTimestamp.Time} {
-		if c.After(t) {
-			t = c
-		}
-	}
-	if e.Series != nil && e.Series.LastObservedTime.After(t) {
-		t = e.Series.LastObservedTime.Time
-	}
-	return t
-}
-
 // eventRows sorts events newest first (n > 0 keeps the newest n).
 func eventRows(events []corev1.Event, n int) []eventRow {
 	rows := make([]eventRow, 0, len(events))
 	now := time.Now()
 	for i := range events {
 		e := &events[i]
-		at := eventTime(e)
+		at := kubeevents.LastTime(e)
 		count := e.Count
 		if e.Series != nil && e.Series.Count > count {
 			count = e.Series.Count
