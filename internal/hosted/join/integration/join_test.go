@@ -331,9 +331,15 @@ func TestAccessEntryMissing(t *testing.T) {
 	// Forgetting the imported cluster removes drover's agent; the cluster and the workloads
 	// Bundles put there stay.
 	agentNS := "agent-" + name
-	eventually(t, 60*time.Second, func() error {
-		_, err := agentDeployment(ctx, agentNS)
-		return err
+	// A deployment that fails (the downstream slow to answer under a full test run) is retried
+	// after 30 s: allow a few retries, and say why it is not there yet.
+	eventually(t, 2*time.Minute, func() error {
+		if _, err := agentDeployment(ctx, agentNS); err != nil {
+			fc := &fleetv1.Cluster{}
+			_ = mgmt.Client.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, fc)
+			return fmt.Errorf("%w; fleet Cluster Imported: %+v", err, meta.FindStatusCondition(fc.Status.Conditions, fleetv1.ConditionImported))
+		}
+		return nil
 	})
 	startAgent(t, agentNS)
 	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "workload-" + name}}
