@@ -175,14 +175,14 @@ func inClusterAvailable() bool {
 	return err == nil
 }
 
-// client returns a client of the management cluster and the namespace to work in: -n, else the
-// context's, else def.
-func (k *kubeOptions) client(def string) (client.Client, string, error) {
+// client returns a client of the management cluster (which can also watch, for list -w) and the
+// namespace to work in: -n, else the context's, else def.
+func (k *kubeOptions) client(def string) (client.WithWatch, string, error) {
 	t, err := k.resolve()
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := client.New(t.Config, client.Options{Scheme: server.Scheme()})
+	c, err := client.NewWithWatch(t.Config, client.Options{Scheme: server.Scheme()})
 	if err != nil {
 		return nil, "", fmt.Errorf("connect to %s: %w", t.Config.Host, err)
 	}

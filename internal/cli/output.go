@@ -66,12 +66,7 @@ type column[T any] struct {
 // printList prints items in the chosen format. Table formats list namespaces with -A
 // (withNamespace); an empty table says so on errOut, like kubectl.
 func printList[T client.Object](out, errOut io.Writer, o *output, items []T, cols []column[T], withNamespace bool, what string) error {
-	sort.SliceStable(items, func(i, j int) bool {
-		if items[i].GetNamespace() != items[j].GetNamespace() {
-			return items[i].GetNamespace() < items[j].GetNamespace()
-		}
-		return items[i].GetName() < items[j].GetName()
-	})
+	sortByName(items)
 	switch o.format {
 	case "", "table", "wide":
 		if len(items) == 0 {
@@ -104,6 +99,16 @@ func printList[T client.Object](out, errOut io.Writer, o *output, items []T, col
 		return err
 	}
 	return p.PrintObj(list, out)
+}
+
+// sortByName sorts items by namespace, then name.
+func sortByName[T client.Object](items []T) {
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].GetNamespace() != items[j].GetNamespace() {
+			return items[i].GetNamespace() < items[j].GetNamespace()
+		}
+		return items[i].GetName() < items[j].GetName()
+	})
 }
 
 // printOne prints one object: the command's human view with no -o, else like printList.
@@ -150,6 +155,11 @@ func (o *output) printer() (printers.ResourcePrinter, error) {
 
 // printTable prints a metav1.Table through cli-runtime's table printer.
 func printTable[T client.Object](out io.Writer, wide bool, items []T, cols []column[T], withNamespace bool) error {
+	return printers.NewTablePrinter(printers.PrintOptions{Wide: wide, WithNamespace: withNamespace}).PrintObj(tableOf(items, cols), out)
+}
+
+// tableOf is items as a metav1.Table of cols (wide columns at priority 1).
+func tableOf[T client.Object](items []T, cols []column[T]) *metav1.Table {
 	t := &metav1.Table{}
 	for _, c := range cols {
 		d := metav1.TableColumnDefinition{Name: c.name, Type: "string"}
@@ -165,7 +175,7 @@ func printTable[T client.Object](out io.Writer, wide bool, items []T, cols []col
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	return printers.NewTablePrinter(printers.PrintOptions{Wide: wide, WithNamespace: withNamespace}).PrintObj(t, out)
+	return t
 }
 
 // setKind fills in apiVersion and kind, which typed clients leave empty.
@@ -208,10 +218,14 @@ func newListCommand[L any, PL interface {
 	client.ObjectList
 }, T client.Object](k *kubeOptions, short, example, def string, items func(PL) []T, cols []column[T], what string) *cobra.Command {
 	var o output
+	var w watchFlags
 	cmd := &cobra.Command{
 		Use: "list", Short: short, Args: cobra.NoArgs, Example: example,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
+				return err
+			}
+			if err := w.validate(&o); err != nil {
 				return err
 			}
 			c, ns, err := k.client(def)
@@ -222,6 +236,16 @@ func newListCommand[L any, PL interface {
 			if err != nil {
 				return err
 			}
+			if w.enabled() {
+				lw := &listWatch[T]{c: c, none: what + " found in " + orAll(k.listNamespace(ns)), opts: opts, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), o: &o, cols: cols,
+					withNamespace: k.allNamespaces, events: w.events,
+					newList: func() client.ObjectList { return PL(new(L)) },
+					items:   func(l client.ObjectList) []T { return items(l.(PL)) }}
+				if err := lw.run(cmd.Context(), w.only); err != nil {
+					return fmt.Errorf("watch %s in %s: %w", what, orAll(k.listNamespace(ns)), err)
+				}
+				return nil
+			}
 			list := PL(new(L))
 			if err := c.List(cmd.Context(), list, opts...); err != nil {
 				return fmt.Errorf("list %s in %s: %w", what, orAll(k.listNamespace(ns)), err)
@@ -231,6 +255,7 @@ func newListCommand[L any, PL interface {
 	}
 	o.addFlag(cmd, "table")
 	k.addListFlags(cmd)
+	w.addFlags(cmd)
 	return cmd
 }
 

@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// watchTimeout, when set, asks the API server to end each watch after that many seconds (tests
+// use it to see watches reopened); watchesOpened counts the watches opened.
+var (
+	watchTimeout  *int64
+	watchesOpened atomic.Int64
+)
+
+// watchFlags are kubectl's watch flags of a list command.
+type watchFlags struct {
+	watch, only, events bool
+}
+
+func (w *watchFlags) addFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVarP(&w.watch, "watch", "w", false, "after listing, print each object again when it is added, changed or deleted (Ctrl-C stops)")
+	cmd.Flags().BoolVar(&w.only, "watch-only", false, "print only changes, without listing first")
+	cmd.Flags().BoolVar(&w.events, "output-watch-events", false, "with --watch, prefix each change with ADDED, MODIFIED or DELETED")
+}
+
+func (w *watchFlags) enabled() bool { return w.watch || w.only }
+
+func (w *watchFlags) validate(o *output) error {
+	if w.events && !w.enabled() {
+		return usageErrorf("--output-watch-events needs --watch or --watch-only")
+	}
+	if w.events && o.format != "" && o.format != "table" && o.format != "wide" {
+		return usageErrorf("--output-watch-events: only with a table (-o table or wide), not -o %s", o.format)
+	}
+	return nil
+}
+
+// listWatch is one list command's watch: what it lists and how it prints an object.
+type listWatch[T client.Object] struct {
+	c           client.WithWatch
+	newList     func() client.ObjectList
+	items       func(client.ObjectList) []T
+	opts        []client.ListOption
+	out, errOut io.Writer
+	// none is the message for an empty first list ("No bundles found in drover-default.").
+	none          string
+	o             *output
+	cols          []column[T]
+	withNamespace bool
+	events        bool
+	// header: the table's header has been printed.
+	header bool
+}
+
+// run prints the listed items (unless only), then every change from the list's resourceVersion
+// until ctx ends, as kubectl get --watch does. A watch the server closes is reopened where it
+// stopped; one whose resourceVersion is too old is listed again, so nothing is missed.
+func (lw *listWatch[T]) run(ctx context.Context, only bool) error {
+	rv, err := lw.list(ctx, !only)
+	if err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		opts := append(append([]client.ListOption{}, lw.opts...),
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: watchTimeout}})
+		w, err := lw.c.Watch(ctx, lw.newList(), opts...)
+		watchesOpened.Add(1)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				if rv, err = lw.list(ctx, true); err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("watch: %w", err)
+		}
+		rv, err = lw.follow(ctx, w, rv)
+		w.Stop()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// list lists the items, prints them if show, and returns the list's resourceVersion.
+func (lw *listWatch[T]) list(ctx context.Context, show bool) (string, error) {
+	l := lw.newList()
+	if err := lw.c.List(ctx, l, lw.opts...); err != nil {
+		return "", err
+	}
+	if show {
+		items := lw.items(l)
+		sortByName(items)
+		if len(items) == 0 && !lw.header && (lw.o.format == "" || lw.o.format == "table" || lw.o.format == "wide") {
+			fmt.Fprintf(lw.errOut, "No %s.\n", lw.none)
+		}
+		for _, it := range items {
+			if err := lw.print(watch.Added, it); err != nil {
+				return "", err
+			}
+		}
+	}
+	return l.GetResourceVersion(), nil
+}
+
+// follow prints w's events until it closes, returning the resourceVersion to resume from; ""
+// after a 410 asks for a new list.
+func (lw *listWatch[T]) follow(ctx context.Context, w watch.Interface, rv string) (string, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return rv, nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return rv, nil
+			}
+			switch ev.Type {
+			case watch.Error:
+				err := apierrors.FromObject(ev.Object)
+				if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+					return lw.list(ctx, true)
+				}
+				return rv, fmt.Errorf("watch: %w", err)
+			case watch.Bookmark:
+				if m, err := meta.Accessor(ev.Object); err == nil {
+					rv = m.GetResourceVersion()
+				}
+			default:
+				obj, ok := ev.Object.(T)
+				if !ok {
+					return rv, fmt.Errorf("watch: unexpected %T", ev.Object)
+				}
+				rv = obj.GetResourceVersion()
+				if err := lw.print(ev.Type, obj); err != nil {
+					return rv, err
+				}
+			}
+		}
+	}
+}
+
+// print prints one object: a table row (the header before the first), or the object alone in
+// the other formats.
+func (lw *listWatch[T]) print(typ watch.EventType, obj T) error {
+	switch lw.o.format {
+	case "", "table", "wide":
+	default:
+		return printObject(lw.out, lw.o, obj)
+	}
+	cols := lw.cols
+	if lw.events {
+		cols = append([]column[T]{{name: "EVENT", cell: func(T) string { return string(typ) }}}, cols...)
+	}
+	t := tableOf([]T{obj}, cols)
+	p := printers.NewTablePrinter(printers.PrintOptions{Wide: lw.o.format == "wide", WithNamespace: lw.withNamespace, NoHeaders: lw.header})
+	lw.header = true
+	return p.PrintObj(t, lw.out)
+}
