@@ -290,7 +290,7 @@ func printBundleStatus(w io.Writer, b *fleetv1alpha1.Bundle) error {
 	fmt.Fprintf(tw, "Clusters:\t%d targeted, %d ready, %d not ready, %d pending, %d modified, %d errored, %d out of date\n",
 		s.DesiredReady, s.Ready, s.NotReady, s.Pending, s.Modified, s.ErrApplied, s.OutOfDate)
 	for _, c := range b.Status.Conditions {
-		fmt.Fprintf(tw, "Condition %s:\t%s (%s) %s\n", c.Type, c.Status, c.Reason, c.Message)
+		fmt.Fprintf(tw, "Condition %s:\t%s (%s) %s\n", c.Type, c.Status, c.Reason, oneLine(c.Message))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -299,7 +299,7 @@ func printBundleStatus(w io.Writer, b *fleetv1alpha1.Bundle) error {
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\nCLUSTER\tSTATE\tMESSAGE")
 		for _, c := range s.NonReadyClusters {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.State, c.Message)
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.State, oneLine(c.Message))
 		}
 		return tw.Flush()
 	}

@@ -121,7 +121,7 @@ func printCluster(out io.Writer, cl *v1.Cluster) error {
 	fmt.Fprintf(out, "Cluster %s/%s (%s)  phase: %s  policy: %s\n", cl.Namespace, cl.Name, p.Name(), orDash(string(cl.Status.Phase)), cl.Spec.SyncPolicy)
 	for _, t := range []string{hosted.CondReady, hosted.CondSynced, hosted.CondUpdating, hosted.CondConflict, hosted.CondConfigValid, hosted.CondCredentials} {
 		if cond := meta.FindStatusCondition(cl.Status.Conditions, t); cond != nil {
-			fmt.Fprintf(out, "  %-17s %-5s %s: %s\n", t, cond.Status, cond.Reason, cond.Message)
+			fmt.Fprintf(out, "  %-17s %-5s %s: %s\n", t, cond.Status, cond.Reason, oneLine(cond.Message))
 		}
 	}
 	if f := cl.Status.Fleet; f != nil {
@@ -132,7 +132,7 @@ func printCluster(out io.Writer, cl *v1.Cluster) error {
 		}
 		for _, t := range []string{v1.ConditionJoined, v1.ConditionAgentReady} {
 			if cond := meta.FindStatusCondition(f.Conditions, t); cond != nil {
-				fmt.Fprintf(out, "  %-17s %-5s %s: %s\n", t, cond.Status, cond.Reason, cond.Message)
+				fmt.Fprintf(out, "  %-17s %-5s %s: %s\n", t, cond.Status, cond.Reason, oneLine(cond.Message))
 			}
 		}
 	}

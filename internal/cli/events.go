@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,10 +36,7 @@ func printEvents(ctx context.Context, w io.Writer, c client.Client, obj client.O
 	fmt.Fprintln(tw, "\nEvents:\nAGE\tTYPE\tREASON\tMESSAGE")
 	for i := range evs {
 		e := &evs[i]
-		// One row per Event: a message's line breaks and tabs, written by whoever may create
-		// Events, must not forge rows or columns.
-		msg := strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", " ").Replace(e.Message)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", duration.HumanDuration(now().Sub(last(e))), e.Type, e.Reason, msg)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", duration.HumanDuration(now().Sub(last(e))), e.Type, e.Reason, oneLine(e.Message))
 	}
 	return tw.Flush()
 }

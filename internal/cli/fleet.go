@@ -104,7 +104,7 @@ func printFleetCluster(out io.Writer, c *fleetv1alpha1.Cluster) error {
 	fmt.Fprintf(w, "Labels:\t%s\n", orDash(labelString(c.Labels)))
 	fmt.Fprintf(w, "Cluster namespace:\t%s\n", orDash(c.Status.Namespace))
 	for _, cond := range c.Status.Conditions {
-		fmt.Fprintf(w, "Condition %s:\t%s (%s) %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
+		fmt.Fprintf(w, "Condition %s:\t%s (%s) %s\n", cond.Type, cond.Status, cond.Reason, oneLine(cond.Message))
 	}
 	return w.Flush()
 }

@@ -227,7 +227,7 @@ func printGitRepo(w io.Writer, gr *fleetv1alpha1.GitRepo) error {
 	fmt.Fprintf(tw, "Commit:\t%s\n", orDash(gr.Status.Commit))
 	fmt.Fprintf(tw, "Bundles:\t%d/%d ready\n", gr.Status.Summary.ReadyBundles, gr.Status.Summary.Bundles)
 	for _, c := range gr.Status.Conditions {
-		fmt.Fprintf(tw, "Condition %s:\t%s (%s) %s\n", c.Type, c.Status, c.Reason, c.Message)
+		fmt.Fprintf(tw, "Condition %s:\t%s (%s) %s\n", c.Type, c.Status, c.Reason, oneLine(c.Message))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -238,7 +238,7 @@ func printGitRepo(w io.Writer, gr *fleetv1alpha1.GitRepo) error {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nPATH\tBUNDLE\tCLUSTERS READY\tMESSAGE")
 	for _, b := range gr.Status.Bundles {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\n", b.Path, b.Name, b.Ready, b.DesiredReady, orDash(b.Message))
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\n", b.Path, b.Name, b.Ready, b.DesiredReady, orDash(oneLine(b.Message)))
 	}
 	return tw.Flush()
 }

@@ -181,7 +181,7 @@ func (o *migrateOptions) engine(ctx context.Context, out io.Writer) (*migration.
 		Report: func(s migrationv1alpha1.StepStatus) {
 			fmt.Fprintf(out, "step %d %-26s %s", s.Index, s.Name, s.Phase)
 			if s.Message != "" {
-				fmt.Fprintf(out, ": %s", s.Message)
+				fmt.Fprintf(out, ": %s", oneLine(s.Message))
 			}
 			fmt.Fprintln(out)
 		},
@@ -335,7 +335,7 @@ func newMigrationGetCommand(k *kubeOptions) *cobra.Command {
 				for _, s := range m.Status.Steps {
 					fmt.Fprintf(out, "step %d %-26s %s", s.Index, s.Name, s.Phase)
 					if s.Message != "" {
-						fmt.Fprintf(out, ": %s", s.Message)
+						fmt.Fprintf(out, ": %s", oneLine(s.Message))
 					}
 					fmt.Fprintln(out)
 				}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -42,6 +43,13 @@ func (t terminalSafe) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// oneLine keeps text other identities write (condition, resource and Event messages) on its
+// one line of a human view: its line breaks are written out and its tabs made spaces, so that
+// it cannot forge lines ("Condition Ready: True") or table columns.
+func oneLine(s string) string { return oneLineReplacer.Replace(s) }
+
+var oneLineReplacer = strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", " ")
 
 func isControl(r rune) bool {
 	return (r < 0x20 && r != '\n' && r != '\t' && r != '\r') || r == 0x7f || (r >= 0x80 && r <= 0x9f)

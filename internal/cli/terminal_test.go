@@ -38,7 +38,8 @@ func TestOutputCannotDriveTheTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Status.Conditions = []metav1.Condition{{Type: "Pwned", Status: "True", Reason: "Agent", LastTransitionTime: metav1.Now(),
-		Message: "all good\x1b]0;you have been owned\x07\x1b[2J\x1b[1A"}}
+		Message: "all good\x1b]0;you have been owned\x07\x1b[2J\x1b[1A"}, {Type: "Ready", Status: "False", Reason: "Agent", LastTransitionTime: metav1.Now(),
+		Message: "down\nCondition Healthy:\tTrue (Agent) all good"}}
 	if err := mgmt.Client.Status().Update(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +53,10 @@ func TestOutputCannotDriveTheTerminal(t *testing.T) {
 		}
 		if args[len(args)-1] == "edge" && !strings.Contains(out.String(), `all good\x1b]0;you have been owned\x07`) {
 			t.Errorf("drover %v does not show the message as text:\n%s", args, out.String())
+		}
+		// A message's line break cannot forge a condition line of its own.
+		if args[len(args)-1] == "edge" && (strings.Contains(out.String(), "\nCondition Healthy") || !strings.Contains(out.String(), `down\nCondition Healthy: True`)) {
+			t.Errorf("drover %v printed a message's line break:\n%s", args, out.String())
 		}
 	}
 }
