@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
+	"github.com/droverhq/drover/internal/kubeconfig"
 	"github.com/droverhq/drover/internal/migration"
 	"github.com/droverhq/drover/internal/migration/checks"
 	"github.com/droverhq/drover/internal/migration/rke2"
@@ -116,10 +116,10 @@ func (r *Reconciler) migrationsOfSecret(ctx context.Context, o client.Object) []
 	return reqs
 }
 
-func downstreamFromKubeconfig(kubeconfig []byte) (kubernetes.Interface, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+func downstreamFromKubeconfig(kc []byte) (kubernetes.Interface, error) {
+	cfg, err := kubeconfig.FromSecret(kc)
 	if err != nil {
-		return nil, fmt.Errorf("parse downstream kubeconfig: %w", err)
+		return nil, err
 	}
 	return kubernetes.NewForConfig(cfg)
 }

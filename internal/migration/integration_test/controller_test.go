@@ -363,6 +363,8 @@ func TestControllerTerminalErrors(t *testing.T) {
 		name       string
 		spec       migrationv1alpha1.CloudProviderMigrationSpec
 		withSecret bool
+		// kubeconfig, when set, is the Secret's kubeconfig instead of the downstream cluster's.
+		kubeconfig string
 		reason     string
 		msg        string
 	}{
@@ -373,6 +375,12 @@ func TestControllerTerminalErrors(t *testing.T) {
 		{name: "kubeconfig Secret missing", spec: migrationv1alpha1.CloudProviderMigrationSpec{Distribution: migrationv1alpha1.DistributionRKE2,
 			ClusterRef: &migrationv1alpha1.ClusterReference{Namespace: "NS", Name: "prod"}},
 			reason: controller.ReasonKubeconfigUnavailable, msg: "kubeconfig Secret NS/downstream not found: create it"},
+		// drover's own ServiceAccount token must not be sent to a server of the Secret's author.
+		{name: "kubeconfig reading drover's files", spec: migrationv1alpha1.CloudProviderMigrationSpec{Distribution: migrationv1alpha1.DistributionRKE2,
+			ClusterRef: &migrationv1alpha1.ClusterReference{Namespace: "NS", Name: "prod"}},
+			kubeconfig: "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n" +
+				"clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token}}]\n",
+			reason: controller.ReasonKubeconfigUnavailable, msg: `kubeconfig Secret NS/downstream: invalid kubeconfig: user "u" reads its token from a file (tokenFile)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -381,6 +389,12 @@ func TestControllerTerminalErrors(t *testing.T) {
 			e := &env{ns: full.Namespace(t)}
 			if tc.spec.ClusterRef != nil {
 				tc.spec.ClusterRef.Namespace = e.ns
+			}
+			if tc.kubeconfig != "" {
+				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "downstream"}, Data: map[string][]byte{"value": []byte(tc.kubeconfig)}}
+				if err := full.Client.Create(ctx, s); err != nil {
+					t.Fatal(err)
+				}
 			}
 			key := e.createMigration(t, tc.spec, tc.withSecret)
 			run := startController(t, ctx, e.ns, &controller.Reconciler{Namespace: e.ns})

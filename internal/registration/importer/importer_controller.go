@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +31,7 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/manifests"
+	"github.com/droverhq/drover/internal/kubeconfig"
 	clusterctrl "github.com/droverhq/drover/internal/registration/cluster"
 	"github.com/droverhq/drover/internal/registration/config"
 	"github.com/droverhq/drover/internal/registration/internal/kube"
@@ -243,7 +243,7 @@ func (r *Reconciler) importCluster(ctx context.Context, c *fleetv1alpha1.Cluster
 		}
 	}
 
-	restCfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[fleetv1alpha1.KeyKubeconfig])
+	restCfg, err := kubeconfig.FromSecret(secret.Data[fleetv1alpha1.KeyKubeconfig])
 	if err != nil {
 		return ctrl.Result{}, &failure{reason: fleetv1alpha1.ReasonKubeconfigInvalid, msg: fmt.Sprintf("Secret %s key %q is not a usable kubeconfig: %v", secret.Name, fleetv1alpha1.KeyKubeconfig, err)}
 	}

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -378,12 +380,20 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A kubeconfig whose exec plugin would leave this file behind if drover ran it.
+	ran := filepath.Join(t.TempDir(), "exec-ran")
+	execKubeconfig := fmt.Sprintf("apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"+
+		"clusters: [{name: k, cluster: {server: %q, insecure-skip-tls-verify: true}}]\n"+
+		"users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: [-c, 'touch %s'], interactiveMode: Never}}}]\n",
+		downstream.Config.Host, ran)
+
 	imports := []struct {
 		name, reason string
 		data         map[string][]byte
 		noConfig     bool
 	}{
 		{"malformed kubeconfig", fleetv1alpha1.ReasonKubeconfigInvalid, map[string][]byte{"value": []byte("{not a kubeconfig")}, false},
+		{"kubeconfig running a command", fleetv1alpha1.ReasonKubeconfigInvalid, map[string][]byte{"value": []byte(execKubeconfig)}, false},
 		{"wrong CA", fleetv1alpha1.ReasonCertificateInvalid, map[string][]byte{"value": wrongCAKubeconfig}, false},
 		{"missing apiServerURL", fleetv1alpha1.ReasonMissingAPIServerURL, map[string][]byte{"value": good}, true},
 	}
@@ -423,6 +433,9 @@ func TestBadInput(t *testing.T) {
 				}
 				return nil
 			})
+			if _, err := os.Stat(ran); !os.IsNotExist(err) {
+				t.Errorf("drover ran the kubeconfig's exec command (%s exists: %v)", ran, err)
+			}
 			// Nothing half-created: no import token, nothing downstream.
 			var toks fleetv1alpha1.ClusterRegistrationTokenList
 			if err := mgmt.Client.List(ctx, &toks, client.InNamespace(ws), client.MatchingLabels{fleetv1alpha1.ClusterLabel: name}); err != nil || len(toks.Items) != 0 {
