@@ -183,9 +183,17 @@ type Facts struct {
 	// +optional
 	LoadBalancers []LoadBalancerFact `json:"loadBalancers,omitempty"`
 	// OriginalConfig is the configuration document before step 1 (the Cluster's spec as YAML,
-	// or cluster.yml byte for byte); rollback restores exactly this.
+	// or cluster.yml byte for byte); rollback restores exactly this. Only the CLI's state file
+	// holds it here: drover server keeps it in the Secret named by originalConfigSecret, since
+	// the document may hold credentials (chart values, etcd S3 keys) that a status, readable by
+	// everyone who may view migrations, must not.
 	// +optional
 	OriginalConfig string `json:"originalConfig,omitempty"`
+	// OriginalConfigSecret is the Secret (same namespace, owned by the migration, key
+	// "config") that holds the original configuration document.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	OriginalConfigSecret string `json:"originalConfigSecret,omitempty"`
 }
 
 // CloudProviderMigrationStatus is the observed state of a migration.

@@ -4,6 +4,8 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,12 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -37,6 +41,9 @@ const (
 	ReasonUnsupported           = "Unsupported"
 	ReasonKubeconfigUnavailable = "KubeconfigUnavailable"
 )
+
+// migrationLabel names the migration a Secret of drover's belongs to.
+const migrationLabel = "migration.drover.io/migration"
 
 // RollbackAnnotation set to "true" asks the controller to roll the migration back (only below 1.27).
 const RollbackAnnotation = "migration.drover.io/rollback"
@@ -67,7 +74,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=migration.drover.io,resources=cloudprovidermigrations,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=migration.drover.io,resources=cloudprovidermigrations/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=provisioning.cattle.io,resources=clusters,verbs=get;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -364,8 +371,72 @@ type statusStore struct {
 	obj    *migrationv1alpha1.CloudProviderMigration
 }
 
-func (s *statusStore) Load(context.Context) (*migration.State, error) {
-	return &migration.State{Spec: *s.obj.Spec.DeepCopy(), Status: *s.obj.Status.DeepCopy()}, nil
+// Load is the object's state, with the original configuration read from its Secret. A Secret
+// that is gone leaves it empty: the migration goes on, and a rollback is refused as having
+// nothing to restore.
+func (s *statusStore) Load(ctx context.Context) (*migration.State, error) {
+	st := &migration.State{Spec: *s.obj.Spec.DeepCopy(), Status: *s.obj.Status.DeepCopy()}
+	f := &st.Status.Facts
+	if f.OriginalConfig != "" || f.OriginalConfigSecret == "" {
+		return st, nil
+	}
+	sec := &corev1.Secret{}
+	switch err := s.reader.Get(ctx, client.ObjectKey{Namespace: s.obj.Namespace, Name: f.OriginalConfigSecret}, sec); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("read the original configuration from Secret %s/%s: %w", s.obj.Namespace, f.OriginalConfigSecret, err)
+	default:
+		f.OriginalConfig = string(sec.Data[originalConfigKey])
+	}
+	return st, nil
+}
+
+// originalConfigKey is the key of the original configuration in its Secret.
+const originalConfigKey = "config"
+
+// originalConfigSecret is the name of the Secret holding m's original configuration.
+func originalConfigSecret(m *migrationv1alpha1.CloudProviderMigration) string {
+	const suffix = "-original-config"
+	if len(m.Name)+len(suffix) <= validation.DNS1123SubdomainMaxLength {
+		return m.Name + suffix
+	}
+	sum := sha256.Sum256([]byte(m.Name))
+	return m.Name[:validation.DNS1123SubdomainMaxLength-len(suffix)-9] + "-" + hex.EncodeToString(sum[:4]) + suffix
+}
+
+// saveOriginal writes the original configuration to its Secret (owned by the migration, so it
+// goes with it) and returns the status to store, which names the Secret instead.
+func (s *statusStore) saveOriginal(ctx context.Context, status *migrationv1alpha1.CloudProviderMigrationStatus) error {
+	f := &status.Facts
+	if f.OriginalConfig == "" {
+		return nil
+	}
+	name := originalConfigSecret(s.obj)
+	sec := &corev1.Secret{}
+	err := s.reader.Get(ctx, client.ObjectKey{Namespace: s.obj.Namespace, Name: name}, sec)
+	switch {
+	case apierrors.IsNotFound(err):
+		sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.obj.Namespace, Name: name,
+			Labels: map[string]string{migrationLabel: s.obj.Name}}, Type: corev1.SecretTypeOpaque,
+			Data: map[string][]byte{originalConfigKey: []byte(f.OriginalConfig)}}
+		if err := controllerutil.SetControllerReference(s.obj, sec, s.client.Scheme()); err != nil {
+			return fmt.Errorf("own Secret %s: %w", name, err)
+		}
+		if err := s.client.Create(ctx, sec); err != nil {
+			return fmt.Errorf("keep the original configuration in Secret %s/%s: %w", s.obj.Namespace, name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("read Secret %s/%s: %w", s.obj.Namespace, name, err)
+	case !metav1.IsControlledBy(sec, s.obj):
+		return fmt.Errorf("secret %s/%s exists and is not this migration's: delete or rename it, drover keeps the original configuration there", s.obj.Namespace, name)
+	case string(sec.Data[originalConfigKey]) != f.OriginalConfig:
+		sec.Data = map[string][]byte{originalConfigKey: []byte(f.OriginalConfig)}
+		if err := s.client.Update(ctx, sec); err != nil {
+			return fmt.Errorf("keep the original configuration in Secret %s/%s: %w", s.obj.Namespace, name, err)
+		}
+	}
+	f.OriginalConfig, f.OriginalConfigSecret = "", name
+	return nil
 }
 
 // Save writes st as the status. A conflict caused by a write that left the status alone (an
@@ -374,8 +445,12 @@ func (s *statusStore) Load(context.Context) (*migration.State, error) {
 // is returned (the reconcile is retried from the stored status).
 func (s *statusStore) Save(ctx context.Context, st *migration.State) error {
 	base := s.obj.Status.DeepCopy() // the status st was derived from
+	status := st.Status.DeepCopy()
+	if err := s.saveOriginal(ctx, status); err != nil {
+		return err
+	}
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		s.obj.Status = *st.Status.DeepCopy()
+		s.obj.Status = *status.DeepCopy()
 		s.obj.Status.ObservedGeneration = s.obj.Generation
 		err := s.client.Status().Update(ctx, s.obj)
 		if !apierrors.IsConflict(err) {

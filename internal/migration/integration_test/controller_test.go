@@ -300,8 +300,21 @@ func TestControllerMigratesRKE2(t *testing.T) {
 					t.Errorf("step %d %s: %s started %v finished %v, want Succeeded with timestamps", s.Index, s.Name, s.Phase, s.StartedAt, s.FinishedAt)
 				}
 			}
-			if f := m.Status.Facts; len(f.Nodes) != 3 || len(f.LoadBalancers) != 1 || f.OriginalConfig != string(original) || f.KubernetesVersion != "v1.26.15+rke2r1" {
-				t.Errorf("recorded facts %+v, want 3 nodes, 1 load balancer, the original config and v1.26.15+rke2r1", f)
+			if f := m.Status.Facts; len(f.Nodes) != 3 || len(f.LoadBalancers) != 1 || f.KubernetesVersion != "v1.26.15+rke2r1" {
+				t.Errorf("recorded facts %+v, want 3 nodes, 1 load balancer and v1.26.15+rke2r1", f)
+			}
+			// The original document may hold credentials: it is kept in a Secret the migration
+			// owns, never in its status, which every viewer of migrations may read.
+			if f := m.Status.Facts; f.OriginalConfig != "" || f.OriginalConfigSecret == "" {
+				t.Errorf("status.facts: originalConfig %d bytes, originalConfigSecret %q; want the document in a Secret only", len(f.OriginalConfig), f.OriginalConfigSecret)
+			} else {
+				sec := &corev1.Secret{}
+				if err := full.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: f.OriginalConfigSecret}, sec); err != nil {
+					t.Fatal(err)
+				}
+				if string(sec.Data["config"]) != string(original) || !metav1.IsControlledBy(sec, m) {
+					t.Errorf("Secret %s: config %q, owners %v; want the original document, owned by the migration", sec.Name, sec.Data["config"], sec.OwnerReferences)
+				}
 			}
 			for s := range migration.NumSteps {
 				if n := actions.get(s); n != 1 {
