@@ -152,6 +152,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
+	if m.Status.Facts.OriginalConfig != "" {
+		// Recorded in the status by an older drover: moved to its Secret, finished or not.
+		store := &statusStore{client: r.Client, reader: r.reader(), obj: m}
+		st, err := store.Load(ctx)
+		if err == nil {
+			err = store.Save(ctx, st)
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	switch m.Status.Phase {
 	case migrationv1alpha1.PhaseSucceeded, migrationv1alpha1.PhaseRolledBack, migrationv1alpha1.PhaseFailed:
 		if !rollback && !waitingForKubeconfig {

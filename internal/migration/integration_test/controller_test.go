@@ -634,3 +634,39 @@ func TestControllerRollbackRefusedAt127(t *testing.T) {
 		t.Errorf("phase %s, want Succeeded", m.Status.Phase)
 	}
 }
+
+// TestControllerMovesOriginalConfigToSecret: a finished migration whose status still holds the
+// original document (written by an older drover) gets it moved to its Secret.
+func TestControllerMovesOriginalConfigToSecret(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := &env{ns: full.Namespace(t)}
+	key := e.createMigration(t, migrationv1alpha1.CloudProviderMigrationSpec{Distribution: migrationv1alpha1.DistributionRKE2,
+		ClusterRef: &migrationv1alpha1.ClusterReference{Namespace: e.ns, Name: "prod"}}, true)
+	m := &migrationv1alpha1.CloudProviderMigration{}
+	if err := full.Client.Get(ctx, key, m); err != nil {
+		t.Fatal(err)
+	}
+	const doc = "spec:\n  rkeConfig:\n    machineGlobalConfig:\n      etcd-s3-secret-key: s3cr3t\n"
+	m.Status.Phase, m.Status.Facts.OriginalConfig = migrationv1alpha1.PhaseSucceeded, doc
+	if err := full.Client.Status().Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	run := startController(t, ctx, e.ns, &controller.Reconciler{Namespace: e.ns})
+	m, err := waitMigration(ctx, key, 30*time.Second, func(m *migrationv1alpha1.CloudProviderMigration) bool {
+		return m.Status.Facts.OriginalConfig == "" && m.Status.Facts.OriginalConfigSecret != ""
+	})
+	if err != nil {
+		t.Fatalf("%v (facts %+v)", err, m.Status.Facts)
+	}
+	if err := run.stop(); err != nil {
+		t.Fatal(err)
+	}
+	sec := &corev1.Secret{}
+	if err := full.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: m.Status.Facts.OriginalConfigSecret}, sec); err != nil || string(sec.Data["config"]) != doc {
+		t.Errorf("Secret %s: %v, config %q; want the document", m.Status.Facts.OriginalConfigSecret, err, sec.Data["config"])
+	}
+	if m.Status.Phase != migrationv1alpha1.PhaseSucceeded {
+		t.Errorf("phase %s, want Succeeded still", m.Status.Phase)
+	}
+}
