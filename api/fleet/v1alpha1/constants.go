@@ -29,6 +29,16 @@ const (
 	TokenLabel = LabelPrefix + "registration-token"
 	// ManagedLabel marks objects drover created and will delete.
 	ManagedLabel = LabelPrefix + "managed"
+	// RegistrationTokenAnnotation (Cluster) is the UID of the registration token whose
+	// registration created or last registered the Cluster. A registration of its clientID with
+	// another token is refused (ReasonClusterRegistered): clientIDs are not secrets, and without
+	// this the holder of any token of the workspace could take a registered cluster's identity
+	// (its BundleDeployments, its content) and cut its agent off.
+	RegistrationTokenAnnotation = LabelPrefix + "registration-token-uid"
+	// AllowRegistrationTokenAnnotation (Cluster), set by an admin to a token's name, lets one
+	// registration with that token take the Cluster over (an agent re-installed with a new
+	// token); drover removes it once used.
+	AllowRegistrationTokenAnnotation = LabelPrefix + "allow-registration-token"
 )
 
 // Secret types and keys.
@@ -94,6 +104,9 @@ const (
 	// ReasonTokenForOtherCluster: the registration was made with the import token drover made
 	// for one Cluster (manager-initiated import), for another cluster.
 	ReasonTokenForOtherCluster = "TokenForOtherCluster"
+	// ReasonClusterRegistered: the clientID's Cluster was registered with another token (see
+	// RegistrationTokenAnnotation).
+	ReasonClusterRegistered = "ClusterAlreadyRegistered"
 	// ReasonTokenMaxClusters: the token has registered spec.maxClusters clusters already.
 	ReasonTokenMaxClusters    = "TokenMaxClustersReached"
 	ReasonWaitingForNamespace = "WaitingForNamespace"

@@ -214,6 +214,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err == nil && renewal == nil {
 		existing, err = r.clusterFor(ctx, cr)
 	}
+	if err == nil && existing != nil && tok != nil && tok.Labels[fleetv1alpha1.ClusterUIDLabel] == "" {
+		err = checkTakeover(existing, tok, siblings)
+	}
 	if err == nil && tok != nil {
 		err = r.takeSlot(ctx, cr, tok)
 	}
@@ -238,11 +241,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	cluster := renewal
 	if cluster == nil {
-		if cluster, err = r.findOrCreateCluster(ctx, cr, existing); err != nil {
+		if cluster, err = r.findOrCreateCluster(ctx, cr, existing, tok); err != nil {
 			var denied deniedError
 			if errors.As(err, &denied) {
 				return deny(denied.reason, denied.msg)
 			}
+			return ctrl.Result{}, err
+		}
+		if err := r.recordToken(ctx, cluster, tok); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -471,16 +477,72 @@ func (r *Reconciler) clusterFor(ctx context.Context, cr *fleetv1alpha1.ClusterRe
 	return c, nil // being deleted: the caller waits for its successor
 }
 
-// findOrCreateCluster returns existing (clusterFor's), else creates cr's Cluster; one created
-// meanwhile by a concurrent registration of the same clientID is used, one of another is a
-// conflict.
-func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, existing *fleetv1alpha1.Cluster) (*fleetv1alpha1.Cluster, error) {
+// checkTakeover refuses a registration of an already registered Cluster with a token other
+// than the one that registered it, unless an admin allowed that token on the Cluster. A Cluster
+// no agent has checked in to yet (created by an admin for its clientID, or by a registration
+// that never finished) may be registered with any token of the workspace. Clusters registered
+// before drover recorded the token count as registered with the token of their granted
+// registration, if it is still there.
+func checkTakeover(c *fleetv1alpha1.Cluster, tok *fleetv1alpha1.ClusterRegistrationToken, siblings []fleetv1alpha1.ClusterRegistration) error {
+	rec := c.Annotations[fleetv1alpha1.RegistrationTokenAnnotation]
+	switch {
+	case rec == string(tok.UID), c.Annotations[fleetv1alpha1.AllowRegistrationTokenAnnotation] == tok.Name:
+		return nil
+	case rec == "":
+		if c.Status.Agent.LastSeen == nil {
+			return nil
+		}
+		for i := range siblings {
+			if siblings[i].Status.Granted && siblings[i].Labels[fleetv1alpha1.TokenLabel] == tok.Name {
+				return nil
+			}
+		}
+	}
+	return deniedError{fleetv1alpha1.ReasonClusterRegistered, fmt.Sprintf(
+		"Cluster %s (clientID %q) is registered with another token, and a registration with token %s may not take it over. "+
+			"If this is the same cluster with its agent re-installed, allow the token: kubectl annotate clusters.fleet.drover.io %s -n %s %s=%s (or delete the Cluster to register it anew)",
+		c.Name, c.Spec.ClientID, tok.Name, c.Name, c.Namespace, fleetv1alpha1.AllowRegistrationTokenAnnotation, tok.Name)}
+}
+
+// recordToken records on c the token it is being registered with (RegistrationTokenAnnotation)
+// and removes an admin's allowance once used. Tokens drover makes for one Cluster (bound to
+// it) are not recorded: they register nothing else, and a record would cost every imported
+// cluster a write.
+func (r *Reconciler) recordToken(ctx context.Context, c *fleetv1alpha1.Cluster, tok *fleetv1alpha1.ClusterRegistrationToken) error {
+	if tok == nil || tok.Labels[fleetv1alpha1.ClusterUIDLabel] != "" {
+		return nil
+	}
+	_, allowed := c.Annotations[fleetv1alpha1.AllowRegistrationTokenAnnotation]
+	if c.Annotations[fleetv1alpha1.RegistrationTokenAnnotation] == string(tok.UID) && !allowed {
+		return nil
+	}
+	before := c.DeepCopy()
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[fleetv1alpha1.RegistrationTokenAnnotation] = string(tok.UID)
+	delete(c.Annotations, fleetv1alpha1.AllowRegistrationTokenAnnotation)
+	// Optimistic: an admin's concurrent change of the allowance is not overwritten.
+	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("record registration token on Cluster %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// findOrCreateCluster returns existing (clusterFor's), else creates cr's Cluster (recording
+// tok, when there is one, as the token it was registered with); one created meanwhile by a
+// concurrent registration of the same clientID is used, one of another is a conflict.
+func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, existing *fleetv1alpha1.Cluster, tok *fleetv1alpha1.ClusterRegistrationToken) (*fleetv1alpha1.Cluster, error) {
 	if existing != nil {
 		return existing, nil
 	}
+	annotations := map[string]string{clusterctrl.RegisteringAnnotation: cr.Name}
+	if tok != nil && tok.Labels[fleetv1alpha1.ClusterUIDLabel] == "" {
+		annotations[fleetv1alpha1.RegistrationTokenAnnotation] = string(tok.UID)
+	}
 	c := &fleetv1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cr.Namespace, Name: names.ClusterNameForClientID(cr.Spec.ClientID), Labels: cr.Spec.ClusterLabels,
-			Annotations: map[string]string{clusterctrl.RegisteringAnnotation: cr.Name},
+			Annotations: annotations,
 			// Set at creation: saves the cluster controller a write.
 			Finalizers: []string{clusterctrl.Finalizer}},
 		Spec: fleetv1alpha1.ClusterSpec{ClientID: cr.Spec.ClientID},
@@ -493,6 +555,11 @@ func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.
 		}
 		if c.Spec.ClientID != cr.Spec.ClientID {
 			return nil, deniedError{fleetv1alpha1.ReasonClusterConflict, fmt.Sprintf("Cluster %s exists with another clientID", c.Name)}
+		}
+		if tok != nil && tok.Labels[fleetv1alpha1.ClusterUIDLabel] == "" {
+			if err := checkTakeover(c, tok, nil); err != nil {
+				return nil, err
+			}
 		}
 		return c, nil
 	}

@@ -52,8 +52,8 @@ func waitEventOf(t *testing.T, ns, name, reason string) eventsv1.Event {
 	return ev
 }
 
-// TestRegistrationEventsAndMetrics registers an agent, registers it again with a new token (a
-// superseded registration whose identity is revoked), and sends a registration that is denied:
+// TestRegistrationEventsAndMetrics registers an agent, registers it again with a new token that
+// an admin allowed (a superseded registration whose identity is revoked), and sends a registration that is denied:
 // each records its Event with a stable reason, no Event holds a token, and the registration
 // metrics scraped from the registry count them.
 func TestRegistrationEventsAndMetrics(t *testing.T) {
@@ -92,6 +92,7 @@ func TestRegistrationEventsAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := newToken(t, ws, "second", time.Hour)
+	allowToken(t, ws, name, "second") // the cluster is registered with "token"
 	putBootstrap(t, downstream.Client, agentNS, second)
 	startAgent(t, downstream.Config, agentNS, clientID)
 	waitEventOf(t, ws, first, fleetv1alpha1.EventRegistrationSuperseded)
