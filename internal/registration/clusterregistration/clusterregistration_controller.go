@@ -30,9 +30,13 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -117,12 +121,44 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterregistration").
-		// No watch on Clusters: a grant never waits for the cluster controller (it creates the
-		// cluster namespace itself), and re-queueing registrations on every Cluster status
-		// change re-granted those whose grant the cache had not seen yet.
+		// Clusters only when an admin allows a token on one: a grant never waits for the cluster
+		// controller (it creates the cluster namespace itself), and re-queueing registrations on
+		// every Cluster status change re-granted those whose grant the cache had not seen yet.
 		For(&fleetv1alpha1.ClusterRegistration{}).
+		Watches(&fleetv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.refusedRegistrations),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				DeleteFunc:  func(event.DeleteEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					allow := e.ObjectNew.GetAnnotations()[fleetv1alpha1.AllowRegistrationTokenAnnotation]
+					return allow != "" && allow != e.ObjectOld.GetAnnotations()[fleetv1alpha1.AllowRegistrationTokenAnnotation]
+				},
+			})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// refusedRegistrations are the registrations of a Cluster's clientID not granted yet: when an
+// admin allows a token on the Cluster, the one refused with it is granted while its agent still
+// waits for the answer, not at the agent's next attempt.
+func (r *Reconciler) refusedRegistrations(ctx context.Context, o client.Object) []reconcile.Request {
+	c, ok := o.(*fleetv1alpha1.Cluster)
+	if !ok || c.Spec.ClientID == "" {
+		return nil
+	}
+	var list fleetv1alpha1.ClusterRegistrationList
+	if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{ClientIDIndex: c.Spec.ClientID}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the registrations of a Cluster", "Cluster", c.Name)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if !list.Items[i].Status.Granted {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // Registrations, the request identity (ServiceAccount, token, Role, RoleBinding) and its

@@ -27,7 +27,7 @@ func allowToken(t *testing.T, ws, cluster, token string) {
 // TestRegistrationTakeoverRefused: a registered cluster's clientID is no secret, so a
 // registration of it with another token of the workspace is refused (ClusterAlreadyRegistered)
 // and leaves the cluster's registration and agent alone; with the same token it is granted; an
-// admin's allowance lets another token take the Cluster over once.
+// admin's allowance grants the refused registration (through the Cluster watch) and is used once.
 func TestRegistrationTakeoverRefused(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -46,11 +46,6 @@ func TestRegistrationTakeoverRefused(t *testing.T) {
 	if got := getCluster(t, ws, name).Annotations[fleetv1alpha1.RegistrationTokenAnnotation]; got == "" {
 		t.Fatalf("Cluster %s does not record the token it was registered with", name)
 	}
-	var regs fleetv1alpha1.ClusterRegistrationList
-	if err := mgmt.Client.List(ctx, &regs, client.InNamespace(ws)); err != nil || len(regs.Items) != 1 {
-		t.Fatalf("registrations: %v, %d", err, len(regs.Items))
-	}
-	owned := regs.Items[0].Name
 
 	register := func(token string, tokenValues map[string][]byte) *fleetv1alpha1.ClusterRegistration {
 		t.Helper()
@@ -70,6 +65,16 @@ func TestRegistrationTakeoverRefused(t *testing.T) {
 		return conditionOf(got.Status.Conditions, fleetv1alpha1.ConditionGranted), nil
 	}
 
+	// The token the cluster was registered with may register it again (an agent that lost its
+	// credential before storing it).
+	again := register("owner", values)
+	eventually(t, 30*time.Second, func() error {
+		if c, err := granted(again); err != nil || c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("re-registration with the owner token: Granted %+v (%v)", c, err)
+		}
+		return nil
+	})
+
 	// Another token of the workspace (leaked, say) claims the registered clientID.
 	other := newToken(t, ws, "other", time.Hour)
 	theft := register("other", other)
@@ -84,10 +89,10 @@ func TestRegistrationTakeoverRefused(t *testing.T) {
 		return nil
 	})
 	// The owner's registration and request identity are untouched.
-	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: owned}, &fleetv1alpha1.ClusterRegistration{}); err != nil {
-		t.Errorf("the cluster's own registration %s: %v", owned, err)
+	if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(again), &fleetv1alpha1.ClusterRegistration{}); err != nil {
+		t.Errorf("the cluster's own registration %s: %v", again.Name, err)
 	}
-	if evs := events(t, ws, owned); len(evs) > 0 {
+	if evs := events(t, ws, again.Name); len(evs) > 0 {
 		for _, e := range evs {
 			if e.Reason == fleetv1alpha1.EventRegistrationSuperseded {
 				t.Errorf("the refused registration superseded the cluster's own: %s", e.Note)
@@ -95,21 +100,11 @@ func TestRegistrationTakeoverRefused(t *testing.T) {
 		}
 	}
 
-	// The token the cluster was registered with may register it again (an agent that lost its
-	// credential before storing it).
-	again := register("owner", values)
-	eventually(t, 30*time.Second, func() error {
-		if c, err := granted(again); err != nil || c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("re-registration with the owner token: Granted %+v (%v)", c, err)
-		}
-		return nil
-	})
-
-	// An admin allows "other": its next registration takes the Cluster over, once.
+	// An admin allows "other" (the same cluster reinstalled, say): the registration refused
+	// with it is granted while its agent still waits, and the Cluster is registered with it.
 	allowToken(t, ws, name, "other")
-	allowed := register("other", other)
 	eventually(t, 30*time.Second, func() error {
-		if c, err := granted(allowed); err != nil || c == nil || c.Status != metav1.ConditionTrue {
+		if c, err := granted(theft); err != nil || c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("registration with the allowed token: Granted %+v (%v)", c, err)
 		}
 		return nil
