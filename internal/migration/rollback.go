@@ -2,10 +2,13 @@ package migration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	ctrl "sigs.k8s.io/controller-runtime"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 	"github.com/droverhq/drover/internal/migration/checks"
@@ -55,6 +58,51 @@ func (e *Engine) CanRollback(ctx context.Context) error {
 	return nil
 }
 
+// undo is the document rollback writes over cur. When cur is what drover's own edits made of the
+// original (nobody else changed it), that is the original byte for byte. Otherwise it is cur
+// with drover's edits undone and nothing else: the edits the started steps made, replayed on the
+// original, give a JSON merge patch back to the original that touches only the fields drover
+// changed, so a change someone else made meanwhile (a machine pool scaled, an unrelated
+// setting) is kept instead of being reverted with them.
+func (e *Engine) undo(st *State, cur []byte) (doc []byte, exact bool, err error) {
+	orig := []byte(st.Status.Facts.OriginalConfig)
+	p := ParamsFor(st.Spec, st.Status.Facts.KubernetesVersion)
+	ours := orig
+	for i, s := range st.Status.Steps {
+		if s.StartedAt == nil || s.Phase == migrationv1alpha1.StepSkipped || i == StepPreflight || i == StepCordon || i == StepUncordon {
+			continue
+		}
+		edit := p
+		if i == StepSwitchProvider && s.Phase != migrationv1alpha1.StepSucceeded {
+			edit.KubernetesVersion = "" // written only after a verified switch (bumpVersion)
+		}
+		if ours, err = e.Dist.Edit(ours, i, edit); err != nil {
+			return nil, false, fmt.Errorf("replay step %d's edit: %w", i, err)
+		}
+	}
+	origJSON, err1 := sigsyaml.YAMLToJSON(orig)
+	oursJSON, err2 := sigsyaml.YAMLToJSON(ours)
+	curJSON, err3 := sigsyaml.YAMLToJSON(cur)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, false, fmt.Errorf("read configuration documents: %w", err)
+	}
+	if jsonpatch.Equal(curJSON, oursJSON) {
+		return orig, true, nil
+	}
+	back, err := jsonpatch.CreateMergePatch(oursJSON, origJSON)
+	if err != nil {
+		return nil, false, fmt.Errorf("compute the undo of drover's edits: %w", err)
+	}
+	merged, err := jsonpatch.MergePatch(curJSON, back)
+	if err != nil {
+		return nil, false, fmt.Errorf("undo drover's edits: %w", err)
+	}
+	if doc, err = sigsyaml.JSONToYAML(merged); err != nil {
+		return nil, false, fmt.Errorf("encode configuration: %w", err)
+	}
+	return doc, false, nil
+}
+
 // Rollback restores the original configuration document exactly, removes the CCM where it was
 // installed outside the document, uncordons the nodes drover cordoned, and waits for the
 // distribution to apply it. Re-running it after a crash is safe.
@@ -73,12 +121,19 @@ func (e *Engine) Rollback(ctx context.Context) error {
 		return err
 	}
 	log.Info("Restoring the original configuration")
-	// The original replaces whatever is there now, edits made since the migration included.
 	if err := retryOnConflict(func() error {
-		if _, err := e.Dist.Read(ctx); err != nil {
+		cur, err := e.Dist.Read(ctx)
+		if err != nil {
 			return err
 		}
-		return e.Dist.Write(ctx, []byte(st.Status.Facts.OriginalConfig))
+		doc, exact, err := e.undo(st, cur)
+		if err != nil {
+			return err
+		}
+		if !exact {
+			log.Info("The configuration was also changed by others during the migration: undoing drover's edits only, keeping theirs")
+		}
+		return e.Dist.Write(ctx, doc)
 	}); err != nil {
 		return err
 	}

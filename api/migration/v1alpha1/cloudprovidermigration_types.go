@@ -183,7 +183,7 @@ type Facts struct {
 	// +optional
 	LoadBalancers []LoadBalancerFact `json:"loadBalancers,omitempty"`
 	// OriginalConfig is the configuration document before step 1 (the Cluster's spec as YAML,
-	// or cluster.yml byte for byte); rollback restores exactly this. Only the CLI's state file
+	// or cluster.yml byte for byte); rollback undoes drover's edits back to it. Only the CLI's state file
 	// holds it here: drover server keeps it in the Secret named by originalConfigSecret, since
 	// the document may hold credentials (chart values, etcd S3 keys) that a status, readable by
 	// everyone who may view migrations, must not.

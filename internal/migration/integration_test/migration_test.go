@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 	"github.com/droverhq/drover/internal/migration"
@@ -390,6 +391,68 @@ func TestConcurrentEditKept(t *testing.T) {
 				t.Fatalf("the concurrent edit (%s) was lost:\n%s", strings.TrimSpace(line), doc)
 			}
 			golden(t, "rke2-leader-migration.final.yaml", e.normalize([]byte(strings.Replace(string(doc), line, "", 1))))
+		})
+	}
+}
+
+// TestRollbackKeepsOthersEdits: a change someone else made to the configuration during the
+// migration (here an unrelated setting, written after drover's edits) survives the rollback,
+// which undoes drover's edits only; without that change the original comes back byte for byte
+// (TestMisbehaviourStopsAndRollsBack).
+func TestRollbackKeepsOthersEdits(t *testing.T) {
+	t.Parallel()
+	for _, rke2 := range []bool{true, false} {
+		t.Run(map[bool]string{true: "rke2", false: "rke1"}[rke2], func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			e := newEnv(t, envOpts{rke2: rke2, misbehave: distsim.RenameNode})
+			original, err := e.dist.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := e.engine(&migration.MemoryStore{}, time.Minute)
+			if err := eng.Init(ctx, spec(true, "")); err != nil {
+				t.Fatal(err)
+			}
+			if err := eng.Run(ctx); err == nil {
+				t.Fatal("the migration succeeded; want it to fail at the switch (a node renamed)")
+			}
+			// Someone else changes a setting drover does not touch.
+			theirs := func(doc []byte) []byte {
+				t.Helper()
+				var m map[string]any
+				if err := sigsyaml.Unmarshal(doc, &m); err != nil {
+					t.Fatal(err)
+				}
+				if rke2 {
+					m["spec"].(map[string]any)["defaultClusterRoleForProjectMembers"] = "user"
+				} else {
+					m["ignore_docker_version"] = true
+				}
+				out, err := sigsyaml.Marshal(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			cur, err := e.dist.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.dist.Write(ctx, theirs(cur)); err != nil {
+				t.Fatal(err)
+			}
+			if err := eng.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.dist.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := theirs(original)
+			if d, _ := migration.Diff(want, got); d != "" {
+				t.Fatalf("after the rollback, want the original with their change:\n%s", d)
+			}
 		})
 	}
 }
