@@ -20,6 +20,19 @@ import (
 	"github.com/droverhq/drover/test/envtest"
 )
 
+// setCondition plays the hosted controller: it sets a condition of ns/name once it exists.
+func setCondition(t *testing.T, ns, name string, cond metav1.Condition) {
+	t.Helper()
+	envtest.Eventually(t, 20*time.Second, func() error {
+		cl := &v1.Cluster{}
+		if err := mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cl); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&cl.Status.Conditions, cond)
+		return mgmt.Client.Status().Update(context.Background(), cl)
+	})
+}
+
 // setPhase plays the hosted controller: it sets the phase of ns/name once the Cluster exists.
 func setPhase(t *testing.T, ns, name string, phase v1.Phase, failure string) {
 	t.Helper()
@@ -51,6 +64,8 @@ func TestClusterCreateWait(t *testing.T) {
 		{"active", []v1.Phase{v1.PhaseCreating, v1.PhaseActive}, "20s", ExitOK, []string{"phase -", "phase creating: cluster is creating", "phase active"}},
 		{"failed", []v1.Phase{v1.PhaseCreating, v1.PhaseFailed}, "2s", ExitNotReady, []string{"phase failed"}},
 		{"timeout", nil, "300ms", ExitNotReady, []string{"phase -"}},
+		// The credential Secret is missing: said at once, not at --timeout.
+		{"no credentials", []v1.Phase{"nocredentials"}, "60s", ExitNotReady, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,6 +80,11 @@ func TestClusterCreateWait(t *testing.T) {
 					"--kubeconfig", kc, "-n", ns}, eksFlags...)...)
 			}()
 			for _, p := range tt.phases {
+				if p == "nocredentials" {
+					setCondition(t, ns, "c", metav1.Condition{Type: hosted.CondCredentials, Status: metav1.ConditionFalse, Reason: v1.ReasonSecretNotFound,
+						Message: "Secret " + ns + "/aws named by eksConfig.credentialSecret does not exist: create it."})
+					continue
+				}
 				setPhase(t, ns, "c", p, "boom")
 				time.Sleep(100 * time.Millisecond) //nolint:forbidigo // let the poller observe each phase (not synchronisation: the test only checks lines printed)
 			}
@@ -82,6 +102,12 @@ func TestClusterCreateWait(t *testing.T) {
 			}
 			if tt.name == "failed" && !strings.Contains(err.Error(), "failed: boom") {
 				t.Errorf("failure error: %v, want the failure message", err)
+			}
+			if tt.name == "no credentials" && (!strings.Contains(err.Error(), "CredentialsValid SecretNotFound: Secret "+ns+"/aws") || !strings.Contains(err.Error(), "drover cluster list -w")) {
+				t.Errorf("error %v, want the CredentialsValid condition and how to follow the cluster", err)
+			}
+			if !strings.Contains(errOut, "Warning: the credential Secret "+ns+"/aws does not exist") {
+				t.Errorf("stderr lacks the warning about the missing credential Secret: %q", errOut)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -74,9 +75,15 @@ func (l *logOptions) setup(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	setLoggerMu.Lock()
+	defer setLoggerMu.Unlock()
 	ctrl.SetLogger(log)
 	return nil
 }
+
+// setLoggerMu serialises ctrl.SetLogger, whose first calls race with each other: one command per
+// process never meets that, but tests run commands in parallel in one process.
+var setLoggerMu sync.Mutex
 
 // cgroupRoot is where setMemoryLimit reads the container's memory limit (a variable for tests).
 var cgroupRoot = memlimit.CgroupRoot

@@ -351,8 +351,8 @@ var migrationColumns = []column[*migrationv1alpha1.CloudProviderMigration]{
 	{name: "NAME", cell: func(m *migrationv1alpha1.CloudProviderMigration) string { return m.Name }},
 	{name: "DISTRIBUTION", cell: func(m *migrationv1alpha1.CloudProviderMigration) string { return string(m.Spec.Distribution) }},
 	{name: "PHASE", cell: func(m *migrationv1alpha1.CloudProviderMigration) string { return orDash(string(m.Status.Phase)) }},
-	{name: "STEP", cell: func(m *migrationv1alpha1.CloudProviderMigration) string {
-		return fmt.Sprintf("%d/%d", m.Status.CurrentStep, len(m.Status.Steps))
+	{name: "STEPS DONE", cell: func(m *migrationv1alpha1.CloudProviderMigration) string {
+		return fmt.Sprintf("%d/%d", m.StepsDone(), len(m.Status.Steps))
 	}},
 	{name: "VERSION", wide: true, cell: func(m *migrationv1alpha1.CloudProviderMigration) string { return orDash(m.Spec.KubernetesVersion) }},
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -91,6 +92,14 @@ func clusterActive(c client.Client, key client.ObjectKey) func(context.Context) 
 		case v1.PhaseFailed:
 			s.failed = errors.New(orDash(cl.Status.FailureMessage))
 		}
+		// Credentials or a config drover cannot use wait for a person, not for time: say so
+		// now rather than at --timeout. The cluster stays, and drover goes on once it is fixed.
+		for _, t := range []string{hosted.CondCredentials, hosted.CondConfigValid} {
+			if cond := meta.FindStatusCondition(cl.Status.Conditions, t); !s.done && s.failed == nil && cond != nil && cond.Status == metav1.ConditionFalse {
+				s.failed = fmt.Errorf("%s %s: %s (the cluster is kept and drover goes on once this is fixed; follow it with: drover cluster list -w -n %s)",
+					t, cond.Reason, oneLine(cond.Message), key.Namespace)
+			}
+		}
 		return s, nil
 	}
 }
@@ -124,10 +133,16 @@ func bundleReady(c client.Client, key client.ObjectKey) func(context.Context) (s
 			return state{line: "waiting for the controller"}, nil
 		}
 		r := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady)
-		return state{
+		st := state{
 			line: fmt.Sprintf("%s %d/%d clusters ready, %d pending, %d errored", progressBar(s.Ready, s.DesiredReady, 20), s.Ready, s.DesiredReady, s.Pending, s.ErrApplied),
 			done: r != nil && r.Status == "True" && r.ObservedGeneration == b.Generation,
-		}, nil
+		}
+		if st.done && s.DesiredReady == 0 {
+			// Ready on no cluster is a mistyped --cluster or a selector matching nothing, not
+			// a deployment.
+			st.done, st.failed = false, fmt.Errorf("the Bundle targets no registered cluster: check its --cluster/--selector targets against the names and labels `drover fleet list -n %s -o wide` shows", key.Namespace)
+		}
+		return st, nil
 	}
 }
 

@@ -108,10 +108,9 @@ func (lw *listWatch[T]) list(ctx context.Context, show bool) (string, error) {
 		if len(items) == 0 && !lw.header && (lw.o.format == "" || lw.o.format == "table" || lw.o.format == "wide") {
 			fmt.Fprintf(lw.errOut, "No %s.\n", lw.none)
 		}
-		for _, it := range items {
-			if err := lw.print(watch.Added, it); err != nil {
-				return "", err
-			}
+		// One table, aligned as list prints it; the changes that follow are rows of their own.
+		if err := lw.print(watch.Added, items...); err != nil {
+			return "", err
 		}
 	}
 	return l.GetResourceVersion(), nil
@@ -153,19 +152,27 @@ func (lw *listWatch[T]) follow(ctx context.Context, w watch.Interface, rv string
 	}
 }
 
-// print prints one object: a table row (the header before the first), or the object alone in
-// the other formats.
-func (lw *listWatch[T]) print(typ watch.EventType, obj T) error {
+// print prints objs: table rows (the header before the first), or each object alone in the
+// other formats.
+func (lw *listWatch[T]) print(typ watch.EventType, objs ...T) error {
 	switch lw.o.format {
 	case "", "table", "wide":
 	default:
-		return printObject(lw.out, lw.o, obj)
+		for _, obj := range objs {
+			if err := printObject(lw.out, lw.o, obj); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(objs) == 0 {
+		return nil
 	}
 	cols := lw.cols
 	if lw.events {
 		cols = append([]column[T]{{name: "EVENT", cell: func(T) string { return string(typ) }}}, cols...)
 	}
-	t := tableOf([]T{obj}, cols)
+	t := tableOf(objs, cols)
 	p := printers.NewTablePrinter(printers.PrintOptions{Wide: lw.o.format == "wide", WithNamespace: lw.withNamespace, NoHeaders: lw.header})
 	lw.header = true
 	return p.PrintObj(t, lw.out)

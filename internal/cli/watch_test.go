@@ -66,8 +66,8 @@ func TestListWatch(t *testing.T) {
 		return b
 	}
 	a := create("a")
+	create("a-bundle-with-a-long-name")
 
-	// One at a time: each command sets up the process's logger as it starts.
 	out, _ := startDrover(t, "bundle", "list", "-w", "--output-watch-events", "--kubeconfig", kc, "-n", ns)
 	lines := func(b *envtest.SyncBuffer, want int, fields ...string) func() error {
 		return func() error {
@@ -79,6 +79,15 @@ func TestListWatch(t *testing.T) {
 	}
 	envtest.Eventually(t, 30*time.Second, lines(out, 1, "EVENT", "NAME"))
 	envtest.Eventually(t, 30*time.Second, lines(out, 1, "ADDED", "a"))
+	envtest.Eventually(t, 30*time.Second, lines(out, 1, "ADDED", "a-bundle-with-a-long-name"))
+	// The first list is one aligned table, as `list` prints it.
+	cols := map[int]bool{}
+	for l := range strings.Lines(out.String()) {
+		cols[strings.Index(l, "READY")+strings.Index(l, "0/0")+1] = true
+	}
+	if len(cols) != 1 {
+		t.Errorf("the listed rows are not aligned with their header:\n%s", out.String())
+	}
 	empty, emptyErr := startDrover(t, "gitrepo", "list", "-w", "--kubeconfig", kc, "-n", ns)
 	envtest.Eventually(t, 30*time.Second, func() error {
 		if !strings.Contains(emptyErr.String(), "No gitrepos found in namespace "+ns) {
@@ -160,5 +169,38 @@ func TestWatchExpiredListsAgain(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "bundle.fleet.drover.io/web") {
 		t.Errorf("the new list was not printed: %q", out.String())
+	}
+}
+
+// TestBundleWaitNoTargets: `bundle apply --wait` does not call a Bundle that targets no cluster
+// (a mistyped --cluster) deployed: it fails, saying how to check the targets; a Bundle ready on
+// its clusters is done.
+func TestBundleWaitNoTargets(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := mgmt.Namespace(t)
+	for _, tc := range []struct {
+		name        string
+		desired     int
+		done, fails bool
+	}{{"none", 0, false, true}, {"two", 2, true, false}} {
+		b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name}}
+		if err := mgmt.Client.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		b.Status.ObservedGeneration = b.Generation
+		b.Status.Summary.DesiredReady, b.Status.Summary.Ready = tc.desired, tc.desired
+		b.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Succeeded",
+			ObservedGeneration: b.Generation, LastTransitionTime: metav1.Now()}}
+		if err := mgmt.Client.Status().Update(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		s, err := bundleReady(mgmt.Client, client.ObjectKeyFromObject(b))(ctx)
+		if err != nil || s.done != tc.done || (s.failed != nil) != tc.fails {
+			t.Errorf("%s: done %t, failed %v (%v); want done %t, failing %t", tc.name, s.done, s.failed, err, tc.done, tc.fails)
+		}
+		if tc.fails && (s.failed == nil || !strings.Contains(s.failed.Error(), "targets no registered cluster")) {
+			t.Errorf("%s: failure %v does not say that nothing is targeted", tc.name, s.failed)
+		}
 	}
 }

@@ -844,7 +844,7 @@ func (h *Handler) migrations(ctx context.Context, _ *http.Request, _ *viewer, s 
 	for i := range list {
 		m := &list[i]
 		mv := migrationView{Namespace: m.Namespace, Name: m.Name, Distribution: string(m.Spec.Distribution), Phase: orDash(string(m.Status.Phase)),
-			CurrentStep: m.Status.CurrentStep, Conditions: m.Status.Conditions, Total: migration.NumSteps}
+			CurrentStep: m.Status.CurrentStep, Conditions: m.Status.Conditions, Total: migration.NumSteps, Done: m.StepsDone()}
 		if ref := m.Spec.ClusterRef; ref != nil {
 			mv.Target = ref.Namespace + "/" + ref.Name
 		}
@@ -862,10 +862,6 @@ func (h *Handler) migrations(ctx context.Context, _ *http.Request, _ *viewer, s 
 			}
 			sv.Current = m.Status.Phase == migrationv1alpha1.PhaseRunning && int32(i) == m.Status.CurrentStep
 			sv.PhaseClass = strings.ToLower(sv.Phase)
-			switch migrationv1alpha1.StepPhase(sv.Phase) {
-			case migrationv1alpha1.StepSucceeded, migrationv1alpha1.StepSkipped:
-				mv.Done++
-			}
 			mv.Steps = append(mv.Steps, sv)
 		}
 		out = append(out, mv)

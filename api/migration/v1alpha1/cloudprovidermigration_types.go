@@ -252,3 +252,15 @@ type CloudProviderMigrationList struct {
 func init() {
 	SchemeBuilder.Register(&CloudProviderMigration{}, &CloudProviderMigrationList{})
 }
+
+// StepsDone is how many of the migration's steps have finished (succeeded or were skipped), as
+// the CLI and the dashboard count progress.
+func (m *CloudProviderMigration) StepsDone() int {
+	n := 0
+	for _, s := range m.Status.Steps {
+		if s.Phase == StepSucceeded || s.Phase == StepSkipped {
+			n++
+		}
+	}
+	return n
+}
