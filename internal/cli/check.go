@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -230,7 +232,29 @@ func checkRegistration(ctx context.Context, c client.Client) (string, string, er
 	if url == "" {
 		return checkFail, fmt.Sprintf("ConfigMap %s/%s has no %s: agents cannot register (helm upgrade --set apiServerURL=https://...; docs/install.md)", ref.Namespace, ref.Name, regconfig.KeyAPIServerURL), nil
 	}
+	if loopbackURL(url) {
+		return checkWarn, "agents register at " + url + ", a loopback address: " + loopbackAdvice, nil
+	}
 	return checkOK, "agents register at " + url, nil
+}
+
+// loopbackAdvice says what to do about a loopback registration endpoint.
+const loopbackAdvice = "only an agent on this machine reaches it. For clusters elsewhere, run drover where they can reach it " +
+	"(README: Install into your own cluster) or set the address they reach with --api-server-url (docs/registration.md)"
+
+// loopbackURL: the URL's host is localhost or a loopback address, which no other machine's
+// agent reaches (the embedded control plane of `make run` serves on 127.0.0.1).
+func loopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 func checkFleet(ctx context.Context, c client.Client, ns string) (string, string, error) {

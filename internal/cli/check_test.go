@@ -127,6 +127,19 @@ func TestCheck(t *testing.T) {
 		expect(t, got, "registration", checkFail, "has no apiServerURL", "helm upgrade --set apiServerURL=")
 	})
 
+	// The embedded control plane's endpoint: no agent elsewhere reaches it.
+	cm.Data[regconfig.KeyAPIServerURL] = "https://127.0.0.1:6443"
+	if err := c.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("loopback API server URL", func(t *testing.T) {
+		got, _, err := check(t)
+		if err != nil {
+			t.Fatalf("exit %d (%v): a warning must not fail", ExitCode(err), err)
+		}
+		expect(t, got, "registration", checkWarn, "https://127.0.0.1:6443, a loopback address", "only an agent on this machine", "--api-server-url")
+	})
+
 	cm.Data[regconfig.KeyAPIServerURL] = "https://mgmt.example.com:6443"
 	if err := c.Update(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -239,4 +252,15 @@ func TestCheck(t *testing.T) {
 			t.Errorf("-o yaml: exit %d (%v), want %d", ExitCode(err), err, ExitUsage)
 		}
 	})
+}
+
+func TestLoopbackURL(t *testing.T) {
+	for url, want := range map[string]bool{
+		"https://127.0.0.1:6443": true, "https://localhost:6443": true, "https://[::1]:6443": true, "https://127.1.2.3": true,
+		"https://api.localhost": true, "https://mgmt.example.com:6443": false, "https://10.0.0.1:6443": false, "not a url\x7f": false,
+	} {
+		if got := loopbackURL(url); got != want {
+			t.Errorf("loopbackURL(%q) = %t, want %t", url, got, want)
+		}
+	}
 }

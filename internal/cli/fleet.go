@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/manifests"
 	"github.com/droverhq/drover/internal/registration/cluster"
+	regconfig "github.com/droverhq/drover/internal/registration/config"
 )
 
 func newFleetCommand(k *kubeOptions) *cobra.Command {
@@ -200,6 +202,11 @@ func newTokenCreateCommand(k *kubeOptions) *cobra.Command {
 				return withCode(ExitNotReady, fmt.Errorf("token %s/%s is not ready (%s): %w", ns, tok.Name, orDash(reason), err))
 			}
 			printInstallCommands(out, ns, tok.Name, tok.Status.SecretName)
+			// The endpoint is in the token's values too; the ConfigMap they come from holds no secret.
+			cm := &corev1.ConfigMap{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: regconfig.DefaultRef.Namespace, Name: regconfig.DefaultRef.Name}, cm); err == nil && loopbackURL(cm.Data[regconfig.KeyAPIServerURL]) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Warning: agents register at %s, a loopback address: %s.\n", cm.Data[regconfig.KeyAPIServerURL], loopbackAdvice)
+			}
 			return nil
 		},
 	}
@@ -227,6 +234,7 @@ or with Helm:
     --set apiServerURL="$(s apiServerURL)" --set-file apiServerCA=<(s apiServerCA) \
     --set token="$(s token)" --set tokenName="$(s tokenName)" --set clusterNamespace="$(s clusterNamespace)"
 
+(charts/drover-agent is in drover's source tree: run Helm from its root.)
 Then watch it register: drover fleet list -n %[1]s
 `, ns, token, secret)
 }
