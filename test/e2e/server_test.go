@@ -92,6 +92,10 @@ func (s *droverServer) interrupt(t testing.TB) {
 		if err != nil {
 			t.Fatalf("drover server exited with %v after Ctrl-C:\n%s", err, s.out)
 		}
+		// A clean stop releases the leader Lease; that is no error to show a user.
+		if out := s.out.String(); strings.Contains(out, "stop sequence was engaged") || strings.Contains(out, "goroutine ") {
+			t.Errorf("drover server logged an error on a clean Ctrl-C:\n%s", out)
+		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("drover server still running 60s after Ctrl-C:\n%s", s.out)
 	}
