@@ -65,7 +65,8 @@ func demoServer(cmd *cobra.Command, opts *server.Options, hosted *hostedOptions,
 		own = append(own, "curl -s http://"+opts.MetricsAddr+"/metrics | grep ^drover_")
 	}
 	links = append(own, links...)
-	d, err := demo.Start(demo.Options{DataDir: opts.DataDir, BinDir: opts.BinDir, Out: cmd.OutOrStdout(), Links: links})
+	d, err := demo.Start(demo.Options{DataDir: opts.DataDir, BinDir: opts.BinDir, Out: cmd.OutOrStdout(), Links: links,
+		Drover: os.Args[0], Kubectl: filepath.Join(opts.BinDir, "kubectl")})
 	if err != nil {
 		d.Stop()
 		if ui.local != nil {

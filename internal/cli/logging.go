@@ -63,6 +63,14 @@ func (l *logOptions) logger(cmd *cobra.Command, w io.Writer) (logr.Logger, error
 			v = 1
 		}
 		opts.Level = zapcore.Level(-v)
+		// The demo is watched in a terminal: its summary and links, not the controllers' logs
+		// (what make demo passes); -v or --zap-log-level bring them back.
+		if demo := cmd.Flags().Lookup("demo"); demo != nil && demo.Value.String() == "true" && !changed("v") && !l.verbose {
+			opts.Level = zapcore.ErrorLevel
+			if !changed("zap-stacktrace-level") {
+				opts.StacktraceLevel = zapcore.PanicLevel
+			}
+		}
 	}
 	opts.DestWriter = w
 	return logging.Capped(zap.New(zap.UseFlagOptions(&opts))), nil

@@ -31,7 +31,10 @@ func TestLogFlags(t *testing.T) {
 		usage   bool
 		noFlags bool // parsing fails: unknown flag
 		capped  bool // a V(7) line is logged, a V(8) one (client-go's request bodies) is not
+		quiet   bool // not even an info line is logged (errors only)
 	}{
+		{name: "demo logs errors only", cmd: "server", args: []string{"--demo"}, quiet: true},
+		{name: "demo with -v", cmd: "server", args: []string{"--demo", "-v"}, debug: true},
 		{name: "default text info", cmd: "server"},
 		{name: "json", cmd: "server", args: []string{"--log-format", "json"}, json: true},
 		{name: "-v alone is debug", cmd: "agent", args: []string{"-v"}, debug: true},
@@ -91,6 +94,12 @@ func TestLogFlags(t *testing.T) {
 				if isJSON != tt.json {
 					t.Errorf("line %q: JSON %v, want %v", l, isJSON, tt.json)
 				}
+			}
+			if tt.quiet {
+				if out != "" {
+					t.Errorf("logged:\n%s\nwant nothing below error level", out)
+				}
+				return
 			}
 			if !strings.Contains(out, "info line") || strings.Contains(out, "debug line") != tt.debug || strings.Contains(out, "v2 line") != tt.v2 {
 				t.Errorf("logged:\n%s\nwant debug %v, v2 %v", out, tt.debug, tt.v2)

@@ -52,6 +52,9 @@ type Options struct {
 	BinDir string
 	// Out receives what the demo started and how to look at it.
 	Out io.Writer
+	// Drover and Kubectl are the commands the "how to look" lines use (default "drover" and
+	// "kubectl"): the ones the user started drover with, so the lines work as printed.
+	Drover, Kubectl string
 	// Links are "how to look" lines printed with the summary, for what drover server serves
 	// besides the API (the metrics endpoint, a web dashboard): "metrics: http://...".
 	Links []string

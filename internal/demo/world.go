@@ -225,17 +225,24 @@ func (d *Demo) summary() {
 	}
 	fmt.Fprintf(&b, "  cloud-provider migrations from the in-tree AWS provider to the AWS CCM (the fleet clusters play RKE2 on AWS, simulated by pkg/distsim): %s runs its 7 steps to Succeeded (upgrading to %s), %s stops at step 4 SwitchProvider (the CCM may not manage load balancers); watch them on the dashboard's Migrations page\n",
 		MigrationSucceeds, MigrationVersion, MigrationFails)
-	fmt.Fprintf(&b, "Look at it:\n  export KUBECONFIG=%s/kubeconfig\n", dir)
-	fmt.Fprintf(&b, "  drover cluster list -n %s; drover cluster get %s -n %s\n", Namespace, HostedConflict, Namespace)
-	fmt.Fprintf(&b, "  drover fleet list -n %s; drover bundle status %s -n %s\n", Namespace, Bundle, Namespace)
-	if d.git != nil {
-		fmt.Fprintf(&b, "  drover gitrepo get %s -n %s\n", GitRepoName, Namespace)
+	dr, kc := d.o.Drover, d.o.Kubectl
+	if dr == "" {
+		dr = "drover"
 	}
-	fmt.Fprintf(&b, "  drover migrate list -n %s; drover migrate get %s -n %s\n", Namespace, MigrationFails, Namespace)
-	fmt.Fprintf(&b, "  kubectl get events -n %s\n", Namespace)
-	fmt.Fprintf(&b, "  kubectl --kubeconfig %s/demo/%s/kubeconfig get pods -A   (a downstream cluster)\n", dir, downstreamNames[0])
-	fmt.Fprintf(&b, "  drover cluster get %s -n %s   (its place in the fleet); kubectl --kubeconfig %s/demo/%s/kubeconfig get configmaps -n eks-hello\n",
-		HostedJoined, Namespace, dir, HostedJoined)
+	if kc == "" {
+		kc = "kubectl"
+	}
+	fmt.Fprintf(&b, "Look at it:\n  export KUBECONFIG=%s/kubeconfig\n", dir)
+	fmt.Fprintf(&b, "  %s cluster list -n %s; %s cluster get %s -n %s\n", dr, Namespace, dr, HostedConflict, Namespace)
+	fmt.Fprintf(&b, "  %s fleet list -n %s; %s bundle status %s -n %s\n", dr, Namespace, dr, Bundle, Namespace)
+	if d.git != nil {
+		fmt.Fprintf(&b, "  %s gitrepo get %s -n %s\n", dr, GitRepoName, Namespace)
+	}
+	fmt.Fprintf(&b, "  %s migrate list -n %s; %s migrate get %s -n %s\n", dr, Namespace, dr, MigrationFails, Namespace)
+	fmt.Fprintf(&b, "  %s get events -n %s\n", kc, Namespace)
+	fmt.Fprintf(&b, "  %s --kubeconfig %s/demo/%s/kubeconfig get pods -A   (a downstream cluster)\n", kc, dir, downstreamNames[0])
+	fmt.Fprintf(&b, "  %s cluster get %s -n %s   (its place in the fleet); %s --kubeconfig %s/demo/%s/kubeconfig get configmaps -n eks-hello\n",
+		dr, HostedJoined, Namespace, kc, dir, HostedJoined)
 	for _, l := range d.o.Links {
 		fmt.Fprintf(&b, "  %s\n", l)
 	}
