@@ -2,6 +2,8 @@ package dashboard
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -402,4 +404,66 @@ func (vc *viewCache) sweep() {
 		}
 		vc.mu.Unlock()
 	}
+}
+
+// awaitWrite waits, up to timeout, until the viewer's cached lists of kind that can hold the
+// object key (namespace/name) show it at resourceVersion rv or later, so that the page an action
+// redirects to shows the action's write rather than the list from before it (the write reaches
+// the cache through a watch, a few milliseconds later).
+func (vc *viewCache) awaitWrite(ctx context.Context, v *viewer, kind, key, rv string, timeout time.Duration) {
+	prefix := tokenKey(v.secret) + "\x00" + kind + "\x00"
+	ns, _, _ := strings.Cut(key, "/")
+	vc.mu.Lock()
+	var es []*entry
+	for k, e := range vc.entries {
+		if strings.HasPrefix(k, prefix) && e.field == "" && (e.namespace == "" || e.namespace == ns) {
+			es = append(es, e)
+		}
+	}
+	vc.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, e := range es {
+		if !e.await(ctx, key, rv) {
+			return
+		}
+	}
+}
+
+// await waits until the entry shows key at rv or later (or is dead); false if ctx ended first.
+func (e *entry) await(ctx context.Context, key, rv string) bool {
+	ch, unsubscribe := e.subscribe()
+	defer unsubscribe()
+	for !e.shows(key, rv) {
+		select {
+		case <-ctx.Done():
+			return false
+		case _, ok := <-ch:
+			if !ok {
+				return true // dead: nothing more to wait for
+			}
+		}
+	}
+	return true
+}
+
+// shows: the entry holds key at rv or a later resourceVersion (they are etcd revisions in
+// practice; one that is not a number must match exactly), or the entry is dead.
+func (e *entry) shows(key, rv string) bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.dead {
+		return true
+	}
+	o := e.objects[key]
+	if o == nil {
+		return false
+	}
+	got := o.GetResourceVersion()
+	a, err1 := strconv.ParseUint(got, 10, 64)
+	b, err2 := strconv.ParseUint(rv, 10, 64)
+	if err1 != nil || err2 != nil {
+		return got == rv
+	}
+	return a >= b
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -461,6 +461,8 @@ func (h *Handler) refreshNow(w http.ResponseWriter, r *http.Request, v *viewer) 
 // pausable is a kind the dashboard pauses and resumes, as drover bundle|gitrepo pause|resume do.
 type pausable struct {
 	kind string
+	// cacheKind is the kind's name in the viewer's cache ("bundles").
+	cacheKind string
 	// object is the object to patch; patch the merge patch setting its paused field.
 	object func(ns, name string) client.Object
 	patch  func(paused bool) string
@@ -469,12 +471,12 @@ type pausable struct {
 }
 
 var (
-	bundlePause = pausable{kind: "Bundle", back: "/bundles",
+	bundlePause = pausable{kind: "Bundle", cacheKind: "bundles", back: "/bundles",
 		object: func(ns, name string) client.Object {
 			return &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		},
 		patch: func(paused bool) string { return fmt.Sprintf(`{"spec":{"rollout":{"paused":%t}}}`, paused) }}
-	gitRepoPause = pausable{kind: "GitRepo", back: "/gitrepos",
+	gitRepoPause = pausable{kind: "GitRepo", cacheKind: "gitrepos", back: "/gitrepos",
 		object: func(ns, name string) client.Object {
 			return &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		},
@@ -495,10 +497,13 @@ func (h *Handler) pause(p pausable) func(w http.ResponseWriter, r *http.Request,
 			return
 		}
 		patch := client.RawPatch(types.MergePatchType, []byte(p.patch(action == "pause")))
-		err := v.client.Patch(r.Context(), p.object(ns, name), patch, client.FieldOwner("drover-dashboard"))
+		obj := p.object(ns, name)
+		err := v.client.Patch(r.Context(), obj, patch, client.FieldOwner("drover-dashboard"))
 		if patchFailed(w, err, v, action, p.kind, ns, name) {
 			return
 		}
+		// The page redirected to shows the pause, not the list from before it.
+		h.cache.awaitWrite(r.Context(), v, p.cacheKind, ns+"/"+name, obj.GetResourceVersion(), 2*time.Second)
 		http.Redirect(w, r, p.back, http.StatusSeeOther)
 	}
 }
@@ -973,15 +978,9 @@ func ago(now time.Time, t *metav1.Time) string {
 }
 
 func humanAge(d time.Duration) string {
-	switch {
-	case d < 0:
+	if d < 0 {
 		return "0s"
-	case d < time.Minute:
-		return strconv.Itoa(int(d.Seconds())) + "s"
-	case d < time.Hour:
-		return strconv.Itoa(int(d.Minutes())) + "m"
-	case d < 48*time.Hour:
-		return strconv.Itoa(int(d.Hours())) + "h"
 	}
-	return strconv.Itoa(int(d.Hours()/24)) + "d"
+	// kubectl's (and drover's CLI's) rendering, so the page and the terminal agree: 119m, 3h5m.
+	return duration.HumanDuration(d)
 }

@@ -45,7 +45,7 @@ func TestPages(t *testing.T) {
 			`data-bundle="apps-db" data-ready="false"`, "edge-2: pending", `data-bundle="apps-web" data-ready="true"`,
 			`data-gitrepo="` + ns + `/infra" data-state="paused"`, "tag v1.2.0", "fetching paused", `href="/bundles?namespace=` + ns + `"`}, nil},
 		{"tokens", "/tokens" + q, []string{`data-token="` + ns + `/edge"`, `data-clusters="2/2"`, ">full<", "edge-values",
-			`data-token="` + ns + `/open"`, `data-clusters="any"`, "no limit", "in 1h", "import for edge-1"},
+			`data-token="` + ns + `/open"`, `data-clusters="any"`, "no limit", "in 89m", "import for edge-1"},
 			[]string{`data-token="` + ns + `/open">(?s:.)*data-token="` + ns + `/import-edge-1"`, `data-token="` + ns + `/import-edge-1" class="muted">(?s:.)*data-clusters="any">any</td>`}},
 		{"migrations", "/migrations" + q, []string{`data-migration="` + ns + `/move-prod"`, "2 of 7 steps done", `data-step="2" data-phase="Running"`,
 			"waiting for node cp-1 to be unschedulable", "every control-plane node is unschedulable", `data-step="6" data-phase="Pending"`,
