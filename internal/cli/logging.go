@@ -85,7 +85,7 @@ func (l *logOptions) setup(cmd *cobra.Command) error {
 	}
 	setLoggerMu.Lock()
 	defer setLoggerMu.Unlock()
-	ctrl.SetLogger(log)
+	ctrl.SetLogger(logging.QuietRelease(log))
 	return nil
 }
 

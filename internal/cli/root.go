@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/droverhq/drover/internal/controlplane"
+	"github.com/droverhq/drover/internal/logging"
 	"github.com/droverhq/drover/internal/version"
 )
 
@@ -78,6 +79,10 @@ func usageCodes(cmd *cobra.Command) {
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		logging.Stopping()
+	}()
 	return mainWith(ctx, args, os.Stdout, os.Stderr)
 }
 

@@ -129,6 +129,9 @@ func (lw *listWatch[T]) follow(ctx context.Context, w watch.Interface, rv string
 			}
 			switch ev.Type {
 			case watch.Error:
+				if ctx.Err() != nil {
+					return rv, nil // stopped (Ctrl-C): the stream's end is no error
+				}
 				err := apierrors.FromObject(ev.Object)
 				if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 					return lw.list(ctx, true)

@@ -1,13 +1,32 @@
 package logging
 
-import "github.com/go-logr/logr"
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
 
-// QuietRelease returns l with one controller-runtime message made what it is. A manager that
-// holds the leader Lease and is stopped (Ctrl-C, a rolling update) releases the Lease, and its
-// leader elector then reports "leader election lost", which the manager logs as an error, with a
-// stack trace, because its stop had already begun. Nothing was lost: that line is logged at
-// info level instead, so that a clean stop does not look like a crash. A Lease lost while
-// running still stops the manager with that error, which is returned, not logged here.
+	"github.com/go-logr/logr"
+)
+
+// stopping is set once the process has been asked to stop (Stopping).
+var stopping atomic.Bool
+
+// Stopping records that the process has been asked to stop (SIGINT, SIGTERM): from then on,
+// QuietRelease loggers log the errors a stop itself causes at info level.
+func Stopping() { stopping.Store(true) }
+
+// QuietRelease returns l with the errors a clean stop causes logged as what they are, at info
+// level with their error, instead of as errors with a stack trace, so that a clean stop does not
+// look like a crash:
+//   - a manager that holds the leader Lease releases it when stopped, and its leader elector then
+//     reports "leader election lost", which the manager logs as an error because its stop had
+//     already begun (a Lease lost while running still stops the manager with that error, which
+//     is returned, not logged here);
+//   - once the process is stopping (Stopping), controllers still starting report their informers'
+//     cancelled cache sync ("failed waiting for ... Informer to sync") and cancelled contexts.
+//
+// The same errors before a stop (an informer that cannot sync for lack of RBAC) stay errors.
 func QuietRelease(l logr.Logger) logr.Logger {
 	if l.GetSink() == nil {
 		return l
@@ -32,11 +51,26 @@ func (q quietRelease) Enabled(level int) bool { return q.sink.Enabled(level) }
 func (q quietRelease) Info(level int, msg string, kv ...any) { q.sink.Info(level, msg, kv...) }
 
 func (q quietRelease) Error(err error, msg string, kv ...any) {
-	if msg == afterStopMsg && err != nil && err.Error() == leaderLostMsg {
+	switch {
+	case msg == afterStopMsg && err != nil && err.Error() == leaderLostMsg:
 		q.sink.Info(0, "Released the leader Lease while stopping", kv...)
-		return
+	case stopping.Load() && stopNoise(err):
+		q.sink.Info(0, msg+" (stopping)", append(kv, "error", err.Error())...)
+	default:
+		q.sink.Error(err, msg, kv...)
 	}
-	q.sink.Error(err, msg, kv...)
+}
+
+// stopNoise: err is what cancelling a starting controller gives.
+func stopNoise(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.Canceled) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "failed waiting for") && strings.Contains(s, "Informer to sync")
 }
 
 func (q quietRelease) WithValues(kv ...any) logr.LogSink {

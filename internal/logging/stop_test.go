@@ -20,6 +20,18 @@ func TestQuietRelease(t *testing.T) {
 		`"msg"="error received after stop sequence was engaged" "error"="boom"`,
 		`"msg"="other message" "error"="leader election lost"`,
 	}
+	// Before a stop, a cache that cannot sync is an error (RBAC, say); once stopping, it is what
+	// the stop caused.
+	sync := errors.New("Timeout: failed waiting for *v1.ConfigMap Informer to sync")
+	l.Error(sync, "failed to get informer from cache")
+	Stopping()
+	defer stopping.Store(false)
+	l.Error(sync, "failed to get informer from cache")
+	l.Error(errors.New("boom"), "reconciler error")
+	want = append(want,
+		`"msg"="failed to get informer from cache" "error"="Timeout: failed waiting for *v1.ConfigMap Informer to sync"`,
+		`"level"=0 "msg"="failed to get informer from cache (stopping)" "error"="Timeout: failed waiting for *v1.ConfigMap Informer to sync"`,
+		`"msg"="reconciler error" "error"="boom"`)
 	if len(lines) != len(want) {
 		t.Fatalf("logged %q, want %q", lines, want)
 	}
