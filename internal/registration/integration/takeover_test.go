@@ -70,7 +70,7 @@ func TestRegistrationTakeoverRefused(t *testing.T) {
 	again := register("owner", values)
 	eventually(t, 30*time.Second, func() error {
 		if c, err := granted(again); err != nil || c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("re-registration with the owner token: Granted %+v (%v)", c, err)
+			return fmt.Errorf("re-registration with the owner token: Granted %+v (%w)", c, err)
 		}
 		return nil
 	})
@@ -81,7 +81,7 @@ func TestRegistrationTakeoverRefused(t *testing.T) {
 	eventually(t, 30*time.Second, func() error {
 		c, err := granted(theft)
 		if err != nil || c == nil || c.Status != metav1.ConditionFalse || c.Reason != fleetv1alpha1.ReasonClusterRegistered {
-			return fmt.Errorf("Granted condition %+v (%v), want False/%s", c, err, fleetv1alpha1.ReasonClusterRegistered)
+			return fmt.Errorf("Granted condition %+v (%w), want False/%s", c, err, fleetv1alpha1.ReasonClusterRegistered)
 		}
 		if !strings.Contains(c.Message, fleetv1alpha1.AllowRegistrationTokenAnnotation+"=other") {
 			t.Errorf("refusal %q does not say how to allow the token", c.Message)
@@ -105,7 +105,7 @@ func TestRegistrationTakeoverRefused(t *testing.T) {
 	allowToken(t, ws, name, "other")
 	eventually(t, 30*time.Second, func() error {
 		if c, err := granted(theft); err != nil || c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("registration with the allowed token: Granted %+v (%v)", c, err)
+			return fmt.Errorf("registration with the allowed token: Granted %+v (%w)", c, err)
 		}
 		return nil
 	})
