@@ -62,7 +62,9 @@ func newFleetGetCommand(k *kubeOptions) *cobra.Command {
 				}
 				return fmt.Errorf("get registered cluster %s/%s: %w", ns, args[0], err)
 			}
-			return printOne(cmd.OutOrStdout(), &o, fc, fleetColumns, withEvents(cmd.Context(), cmd.OutOrStdout(), c, fc, func() error { return printFleetCluster(cmd.OutOrStdout(), fc) }))
+			return printOne(cmd.OutOrStdout(), &o, fc, fleetColumns, withEvents(cmd.Context(), cmd.OutOrStdout(), c, fc, func() error {
+				return printFleetCluster(cmd.OutOrStdout(), fc, registeredWith(cmd.Context(), c, fc))
+			}))
 		},
 	}
 	o.addFlag(cmd, "details")
@@ -98,9 +100,32 @@ func labelString(l map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-func printFleetCluster(out io.Writer, c *fleetv1alpha1.Cluster) error {
+// registeredWith says which registration token the Cluster is registered with: the one a
+// registration of its clientID with another token would need an admin's allowance to replace.
+func registeredWith(ctx context.Context, c client.Client, fc *fleetv1alpha1.Cluster) string {
+	uid := fc.Annotations[fleetv1alpha1.RegistrationTokenAnnotation]
+	switch {
+	case uid == "" && fc.Spec.KubeConfigSecret != "":
+		return "its own import token (drover installed the agent from spec.kubeConfigSecret)"
+	case uid == "":
+		return "-"
+	}
+	var toks fleetv1alpha1.ClusterRegistrationTokenList
+	if err := c.List(ctx, &toks, client.InNamespace(fc.Namespace)); err != nil {
+		return "token UID " + uid
+	}
+	for _, t := range toks.Items {
+		if string(t.UID) == uid {
+			return "token " + t.Name
+		}
+	}
+	return "a token since deleted (UID " + uid + ")"
+}
+
+func printFleetCluster(out io.Writer, c *fleetv1alpha1.Cluster, token string) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "Cluster:\t%s/%s\n", c.Namespace, c.Name)
+	fmt.Fprintf(w, "Registered with:\t%s\n", token)
 	fmt.Fprintf(w, "Connected:\t%v (last seen %s)\n", connected(c), ago(c.Status.Agent.LastSeen))
 	fmt.Fprintf(w, "Agent:\t%s in namespace %s\n", manifests.AgentVersion(c), orDash(c.Status.Agent.Namespace))
 	fmt.Fprintf(w, "Labels:\t%s\n", orDash(labelString(c.Labels)))

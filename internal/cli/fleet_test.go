@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -35,5 +36,31 @@ func TestConnected(t *testing.T) {
 				t.Errorf("connected = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFleetGetRegisteredWith: fleet get names the token a cluster is registered with (the one
+// a registration with another token needs an admin's allowance to replace).
+func TestFleetGetRegisteredWith(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	kc, ns := mgmtKubeconfig(t), mgmt.Namespace(t)
+	tok := &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge-token"},
+		Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: time.Hour}}}
+	if err := mgmt.Client.Create(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	for name, uid := range map[string]string{"edge": string(tok.UID), "old": "0b5d7c52-0000-0000-0000-000000000000"} {
+		c := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Annotations: map[string]string{fleetv1alpha1.RegistrationTokenAnnotation: uid}}}
+		if err := mgmt.Client.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{"edge": "token edge-token", "old": "a token since deleted (UID 0b5d7c52-0000-0000-0000-000000000000)"} {
+		out, errOut, err := drover(ctx, "fleet", "get", name, "--kubeconfig", kc, "-n", ns)
+		if err != nil || !strings.Contains(out, "Registered with:") || !strings.Contains(out, want) {
+			t.Errorf("fleet get %s: %v\n%s%s\nwant Registered with: %s", name, err, out, errOut, want)
+		}
 	}
 }
