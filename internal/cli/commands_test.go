@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,9 +62,9 @@ func TestClusterCreateWait(t *testing.T) {
 		code    int
 		want    []string
 	}{
-		{"active", []v1.Phase{v1.PhaseCreating, v1.PhaseActive}, "20s", ExitOK, []string{"phase -", "phase creating: cluster is creating", "phase active"}},
+		{"active", []v1.Phase{v1.PhaseCreating, v1.PhaseActive}, "20s", ExitOK, []string{"waiting for drover server to take it up", "phase creating: cluster is creating", "phase active"}},
 		{"failed", []v1.Phase{v1.PhaseCreating, v1.PhaseFailed}, "2s", ExitNotReady, []string{"phase failed"}},
-		{"timeout", nil, "300ms", ExitNotReady, []string{"phase -"}},
+		{"timeout", nil, "300ms", ExitNotReady, []string{"waiting for drover server to take it up (drover check says whether it runs)"}},
 		// The credential Secret is missing: said at once, not at --timeout.
 		{"no credentials", []v1.Phase{"nocredentials"}, "60s", ExitNotReady, nil},
 	}
@@ -72,13 +73,31 @@ func TestClusterCreateWait(t *testing.T) {
 			t.Parallel()
 			ns := mgmt.Namespace(t)
 			done := make(chan struct{})
-			var out, errOut string
+			var outBuf, errBuf envtest.SyncBuffer
 			var err error
 			go func() {
 				defer close(done)
-				out, errOut, err = drover(t.Context(), append([]string{"cluster", "create", "eks", "--name", "c", "--wait", "--timeout", tt.timeout,
-					"--kubeconfig", kc, "-n", ns}, eksFlags...)...)
+				cmd := NewRootCommand()
+				cmd.SetArgs(append([]string{"cluster", "create", "eks", "--name", "c", "--wait", "--timeout", tt.timeout,
+					"--kubeconfig", kc, "-n", ns}, eksFlags...))
+				cmd.SetOut(&outBuf)
+				cmd.SetErr(&errBuf)
+				err = cmd.ExecuteContext(t.Context())
 			}()
+			// Each phase is set once the command has printed the line of the one before, so
+			// that every line is seen however loaded the machine is.
+			printed := func(line string) {
+				t.Helper()
+				envtest.Eventually(t, 20*time.Second, func() error {
+					if !strings.Contains(outBuf.String(), "cluster "+ns+"/c: "+line) {
+						return fmt.Errorf("no line %q yet:\n%s", line, outBuf.String())
+					}
+					return nil
+				})
+			}
+			if tt.phases != nil {
+				printed("waiting for drover server to take it up")
+			}
 			for _, p := range tt.phases {
 				if p == "nocredentials" {
 					setCondition(t, ns, "c", metav1.Condition{Type: hosted.CondCredentials, Status: metav1.ConditionFalse, Reason: v1.ReasonSecretNotFound,
@@ -86,8 +105,12 @@ func TestClusterCreateWait(t *testing.T) {
 					continue
 				}
 				setPhase(t, ns, "c", p, "boom")
-				time.Sleep(100 * time.Millisecond) //nolint:forbidigo // let the poller observe each phase (not synchronisation: the test only checks lines printed)
+				if p != v1.PhaseFailed && p != v1.PhaseActive {
+					printed("phase " + string(p))
+				}
 			}
+			<-done
+			out, errOut := outBuf.String(), errBuf.String()
 			<-done
 			if ExitCode(err) != tt.code {
 				t.Fatalf("exit %d (%v), want %d\n%s%s", ExitCode(err), err, tt.code, out, errOut)

@@ -85,6 +85,8 @@ func clusterActive(c client.Client, key client.ObjectKey) func(context.Context) 
 		s := state{line: "phase " + orDash(string(cl.Status.Phase))}
 		if r := meta.FindStatusCondition(cl.Status.Conditions, hosted.CondReady); r != nil && r.Message != "" {
 			s.line += ": " + r.Message
+		} else if cl.Status.Phase == "" {
+			s.line = "waiting for drover server to take it up (drover check says whether it runs)"
 		}
 		switch cl.Status.Phase {
 		case v1.PhaseActive:
