@@ -239,8 +239,8 @@ func checkRegistration(ctx context.Context, c client.Client) (string, string, er
 }
 
 // loopbackAdvice says what to do about a loopback registration endpoint.
-const loopbackAdvice = "only an agent on this machine reaches it. For clusters elsewhere, run drover where they can reach it " +
-	"(README: Install into your own cluster) or set the address they reach with --api-server-url (docs/registration.md)"
+const loopbackAdvice = "only an agent on this machine reaches it. For clusters elsewhere, start the embedded drover server with " +
+	"--advertise-address set to an IP address of this machine that they reach, or install drover into a cluster (README: Install into your own cluster)"
 
 // loopbackURL: the URL's host is localhost or a loopback address, which no other machine's
 // agent reaches (the embedded control plane of `make run` serves on 127.0.0.1).

@@ -137,7 +137,7 @@ func TestCheck(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit %d (%v): a warning must not fail", ExitCode(err), err)
 		}
-		expect(t, got, "registration", checkWarn, "https://127.0.0.1:6443, a loopback address", "only an agent on this machine", "--api-server-url")
+		expect(t, got, "registration", checkWarn, "https://127.0.0.1:6443, a loopback address", "only an agent on this machine", "--advertise-address")
 	})
 
 	cm.Data[regconfig.KeyAPIServerURL] = "https://mgmt.example.com:6443"

@@ -59,6 +59,9 @@ drover chooses the cluster explicitly and says which on its first line of output
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), mode.line(opts.DataDir))
 			if mode.target != nil {
+				if opts.AdvertiseAddress != "" {
+					return fmt.Errorf("--advertise-address applies to the embedded control plane only: on an existing cluster give agents its address with --api-server-url")
+				}
 				if opts.RESTConfig, err = probe(cmd.Context(), mode.target); err != nil {
 					return err
 				}
@@ -97,6 +100,7 @@ drover chooses the cluster explicitly and says which on its first line of output
 	f.StringVar(&opts.DataDir, "data-dir", filepath.Join(home, ".drover"), "state of the embedded control plane")
 	f.StringVar(&opts.BinDir, "bin-dir", server.DefaultBinDir(), "directory with the Kubernetes binaries for the embedded control plane (make tools)")
 	f.IntVar(&opts.APIServerPort, "apiserver-port", 6443, "embedded kube-apiserver port on 127.0.0.1 (0 picks a free port)")
+	f.StringVar(&opts.AdvertiseAddress, "advertise-address", "", "an IP address of this machine that downstream clusters reach: the embedded kube-apiserver also listens there (every interface) and agents register at it (default: 127.0.0.1 only, for agents on this machine)")
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", "127.0.0.1:8080", "address of /metrics (0 disables it)")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", "127.0.0.1:8081", "address of /healthz and /readyz")
 	f.BoolVar(&opts.LeaderElect, "leader-elect", true, "elect a leader so only one replica reconciles")

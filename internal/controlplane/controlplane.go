@@ -57,6 +57,11 @@ type Options struct {
 	// APIServerArgs are extra kube-apiserver flags ("--name=value"), e.g. a token
 	// authentication webhook standing in for a cloud provider's.
 	APIServerArgs []string
+	// AdvertiseAddress, when set, is an IP address of this machine other clusters reach it at:
+	// the kube-apiserver then also listens there (on every interface), its serving certificate
+	// names it, and AdvertisedURL uses it, so that agents elsewhere can register. Default: the
+	// API server listens on 127.0.0.1 only.
+	AdvertiseAddress string
 
 	// leafValidity and caValidity override the lifetime of certificates issued by this start
 	// (tests of the renewal).
@@ -104,6 +109,13 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	cp := &ControlPlane{opts: opts, apiPort: p.APIServer, exited: make(chan error, 1),
 		pki: pki{dir: filepath.Join(dataDir, "pki"), leafValidity: opts.leafValidity, caValidity: opts.caValidity}}
+	if a := opts.AdvertiseAddress; a != "" {
+		ip := net.ParseIP(a)
+		if ip == nil || ip.IsLoopback() || ip.IsUnspecified() {
+			return nil, fmt.Errorf("advertise address %q: give an IP address of this machine that other clusters reach (not a loopback or unspecified one)", a)
+		}
+		cp.pki.apiServerIPs = []net.IP{ip}
+	}
 	if cp.renewed, err = cp.pki.ensure(); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
@@ -154,12 +166,17 @@ func (cp *ControlPlane) startAll(ctx context.Context, p ports, logDir string) er
 	if err := cp.start("etcd", bin("etcd"), logDir, etcdArgs); err != nil {
 		return err
 	}
+	bind, advertise := "127.0.0.1", "127.0.0.1"
+	if o.AdvertiseAddress != "" {
+		// Every interface: drover itself and the admin kubeconfig keep using 127.0.0.1.
+		bind, advertise = "0.0.0.0", o.AdvertiseAddress
+	}
 	apiArgs := []string{
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p.APIServer),
+		"--bind-address=" + bind, "--secure-port=" + strconv.Itoa(p.APIServer),
 		// Loopback-only hosts: the apiserver cannot pick an advertise address by itself, and 1.37
 		// refuses a loopback one with the default endpoint reconciler.
-		"--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
+		"--advertise-address=" + advertise, "--endpoint-reconciler-type=none",
 		"--tls-cert-file=" + pk("apiserver.crt"), "--tls-private-key-file=" + pk("apiserver.key"),
 		"--client-ca-file=" + pk("ca.crt"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -307,6 +324,15 @@ func (cp *ControlPlane) KubeconfigPath() string { return filepath.Join(cp.opts.D
 
 // URL is the API server's URL.
 func (cp *ControlPlane) URL() string { return fmt.Sprintf("https://127.0.0.1:%d", cp.apiPort) }
+
+// AdvertisedURL is the API server's URL for other machines: at the advertise address when one
+// is set, else URL.
+func (cp *ControlPlane) AdvertisedURL() string {
+	if a := cp.opts.AdvertiseAddress; a != "" {
+		return "https://" + net.JoinHostPort(a, strconv.Itoa(cp.apiPort))
+	}
+	return cp.URL()
+}
 
 // CAFile is the path of the cluster CA certificate.
 func (cp *ControlPlane) CAFile() string { return cp.pki.path("ca.crt") }

@@ -9,10 +9,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -334,4 +336,56 @@ func TestStartRenewsCertificatesCloseToExpiry(t *testing.T) {
 		t.Error("a valid serving certificate was reissued")
 	}
 	canList("admin kubeconfig", cp.RESTConfig())
+}
+
+// hostIP is a non-loopback IPv4 address of this machine ("" if it has none).
+func hostIP() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	return ""
+}
+
+// TestAdvertiseAddress: with an advertise address, the API server answers there (TLS verified
+// against the cluster CA, so its certificate names the address) and AdvertisedURL says so; a data
+// dir started before without it gets its serving certificate re-issued. A loopback address is
+// refused, naming what to give instead.
+func TestAdvertiseAddress(t *testing.T) {
+	t.Parallel()
+	ip := hostIP()
+	if ip == "" {
+		t.Skip("this machine has no non-loopback IPv4 address to advertise")
+	}
+	binDir, dir := testBinDir(t), t.TempDir()
+	if _, err := Start(t.Context(), Options{BinDir: binDir, DataDir: dir, AdvertiseAddress: "127.0.0.1"}); err == nil || !strings.Contains(err.Error(), "not a loopback") {
+		t.Fatalf("loopback advertise address: %v, want a refusal", err)
+	}
+	p := pki{dir: filepath.Join(dir, "pki")}
+	if _, err := p.ensure(); err != nil { // a data dir from a start without the address
+		t.Fatal(err)
+	}
+	cp, err := Start(t.Context(), Options{BinDir: binDir, DataDir: dir, UnsafeNoFsync: true, AdvertiseAddress: ip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	if got := cp.RenewedCertificates(); !slices.Contains(got, "apiserver") {
+		t.Errorf("renewed %v, want the apiserver certificate re-issued for %s", got, ip)
+	}
+	want := "https://" + net.JoinHostPort(ip, strconv.Itoa(cp.apiPort))
+	if cp.AdvertisedURL() != want {
+		t.Errorf("AdvertisedURL() = %s, want %s", cp.AdvertisedURL(), want)
+	}
+	cfg := rest.CopyConfig(cp.RESTConfig())
+	cfg.Host = cp.AdvertisedURL()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("the API server at its advertised address %s: %v", cfg.Host, err)
+	}
 }

@@ -28,6 +28,9 @@ type pki struct {
 	// leafValidity and caValidity are the lifetimes of newly issued certificates; zero means
 	// defaultLeafValidity and defaultCAValidity. Tests shorten them.
 	leafValidity, caValidity time.Duration
+	// apiServerIPs are extra IP addresses the API server's certificate names (the advertise
+	// address).
+	apiServerIPs []net.IP
 }
 
 const (
@@ -47,7 +50,7 @@ func renewalDue(cert *x509.Certificate, now time.Time) bool {
 
 // leafTemplates are the certificates the CA signs: the API server's serving certificate and the
 // client certificates of drover's admin kubeconfig and of the other components.
-func leafTemplates() map[string]*x509.Certificate {
+func leafTemplates(apiServerIPs []net.IP) map[string]*x509.Certificate {
 	client := func(subject pkix.Name) *x509.Certificate {
 		return &x509.Certificate{Subject: subject, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	}
@@ -56,7 +59,7 @@ func leafTemplates() map[string]*x509.Certificate {
 			Subject:     pkix.Name{CommonName: "kube-apiserver"},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 			DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 96, 0, 1)},
+			IPAddresses: append([]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 96, 0, 1)}, apiServerIPs...),
 		},
 		"admin":                   client(pkix.Name{CommonName: "drover-admin", Organization: []string{"system:masters"}}),
 		"kube-controller-manager": client(pkix.Name{CommonName: "system:kube-controller-manager"}),
@@ -108,7 +111,7 @@ func (p pki) ensure() (renewed []string, err error) {
 			renewed = append(renewed, "ca")
 		}
 	}
-	templates := leafTemplates()
+	templates := leafTemplates(p.apiServerIPs)
 	names := make([]string, 0, len(templates))
 	for name := range templates {
 		names = append(names, name)
@@ -120,7 +123,7 @@ func (p pki) ensure() (renewed []string, err error) {
 		if existed && !caChanged {
 			// Go 1.23+ parses the leaf; a key that is missing or does not match fails here.
 			pair, err := tls.LoadX509KeyPair(crt, key)
-			if err == nil && pair.Leaf.CheckSignatureFrom(caCert) == nil && !renewalDue(pair.Leaf, now) {
+			if err == nil && pair.Leaf.CheckSignatureFrom(caCert) == nil && !renewalDue(pair.Leaf, now) && namesIPs(pair.Leaf, templates[name].IPAddresses) {
 				continue
 			}
 		}
@@ -258,4 +261,14 @@ func serial() *big.Int {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// namesIPs: cert names every IP of ips (an advertise address added since it was issued is not).
+func namesIPs(cert *x509.Certificate, ips []net.IP) bool {
+	for _, ip := range ips {
+		if !slices.ContainsFunc(cert.IPAddresses, ip.Equal) {
+			return false
+		}
+	}
+	return true
 }

@@ -86,5 +86,5 @@ func embeddedEndpoint(cp *controlplane.ControlPlane) (RegistrationEndpoint, erro
 	if err != nil {
 		return RegistrationEndpoint{}, fmt.Errorf("read the embedded control plane's CA: %w", err)
 	}
-	return RegistrationEndpoint{URL: cp.URL(), CA: ca}, nil
+	return RegistrationEndpoint{URL: cp.AdvertisedURL(), CA: ca}, nil
 }

@@ -83,6 +83,10 @@ type Options struct {
 	BinDir string
 	// APIServerPort is the embedded API server's port (0 picks a free one).
 	APIServerPort int
+	// AdvertiseAddress is an IP address of this machine where the embedded API server also
+	// listens and which agents are given, so that clusters elsewhere can register ("": 127.0.0.1
+	// only).
+	AdvertiseAddress string
 	// MetricsAddr serves /metrics ("0" disables it).
 	MetricsAddr string
 	// HealthAddr serves /healthz and /readyz.
@@ -151,7 +155,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		fmt.Fprintf(out, "Starting the embedded control plane in %s\n", opts.DataDir)
 		cp, err = controlplane.Start(ctx, controlplane.Options{
 			BinDir: opts.BinDir, DataDir: opts.DataDir, APIServerPort: opts.APIServerPort, ControllerManager: true,
-			UnsafeNoFsync: opts.UnsafeNoFsync,
+			UnsafeNoFsync: opts.UnsafeNoFsync, AdvertiseAddress: opts.AdvertiseAddress,
 		})
 		if err == nil {
 			defer func() {

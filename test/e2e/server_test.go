@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -251,6 +253,9 @@ func TestServerBadInputStopsWithOneClearLine(t *testing.T) {
 		{"unreachable kubeconfig", []string{"--kubeconfig", unreachable}, []string{"cannot reach", unreachable}},
 		{"missing kubeconfig", []string{"--kubeconfig", filepath.Join(tmp, "nope")}, []string{"--kubeconfig", "not found"}},
 		{"CA file without a certificate", []string{"--api-server-ca", aFile}, []string{"--api-server-ca", "no PEM certificate"}},
+		{"loopback advertise address", []string{"--advertise-address", "127.0.0.1"}, []string{"advertise address", "not a loopback"}},
+		{"advertise address on an existing cluster", []string{"--kubeconfig", bareKubeconfig, "--advertise-address", "192.0.2.10"},
+			[]string{"--advertise-address", "embedded control plane only", "--api-server-url"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -290,4 +295,44 @@ func BenchmarkEmbeddedServerReady(b *testing.B) {
 		b.ReportMetric(time.Since(start).Seconds(), "s-to-ready")
 		s.interrupt(b)
 	}
+}
+
+// TestEmbeddedServerAdvertiseAddress: with --advertise-address, agents are given the embedded API
+// server at that address (registration ConfigMap), where it answers with a certificate the
+// published CA verifies.
+func TestEmbeddedServerAdvertiseAddress(t *testing.T) {
+	t.Parallel()
+	var ip string
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			ip = n.IP.String()
+			break
+		}
+	}
+	if ip == "" {
+		t.Skip("this machine has no non-loopback IPv4 address to advertise")
+	}
+	dataDir := t.TempDir()
+	s := startServer(t, dataDir, "--advertise-address", ip)
+	s.waitReady(t)
+	c := kubeClient(t, filepath.Join(dataDir, "kubeconfig"))
+	reg := &corev1.ConfigMap{}
+	eventually(t, 30*time.Second, func() error {
+		return c.Get(t.Context(), client.ObjectKey{Namespace: config.DefaultNamespace, Name: config.DefaultName}, reg)
+	})
+	u := reg.Data[config.KeyAPIServerURL]
+	if !strings.HasPrefix(u, "https://"+ip+":") {
+		t.Fatalf("agents register at %q, want the advertise address %s", u, ip)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(reg.Data[config.KeyAPIServerCA])) {
+		t.Fatal("the registration ConfigMap has no CA")
+	}
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(u, "https://"), &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatalf("TLS to the advertised API server %s: %v", u, err)
+	}
+	_ = conn.Close()
+	s.interrupt(t)
 }
