@@ -59,7 +59,9 @@ func BenchmarkBundleDeploymentWrite(b *testing.B) {
 			}
 		})
 	}
-	each(func(bd *fleetv1alpha1.BundleDeployment) error { return c.Create(ctx, bd, client.FieldOwner(bundle.FieldOwner)) })
+	each(func(bd *fleetv1alpha1.BundleDeployment) error {
+		return c.Create(ctx, bd, client.FieldOwner(bundle.FieldOwner))
+	})
 	round := 0
 	next := func(bd *fleetv1alpha1.BundleDeployment) {
 		id := fmt.Sprintf("s-%064x", round)
