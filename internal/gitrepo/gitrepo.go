@@ -309,7 +309,7 @@ func (r *Reconciler) sync(ctx context.Context, gr *fleetv1alpha1.GitRepo, st *re
 			"every key of the paths' drover.yaml and fleet.yaml files is used")
 	}
 	setCondition(gr, fleetv1alpha1.ConditionSynced, metav1.ConditionTrue, fleetv1alpha1.ReasonSucceeded,
-		fmt.Sprintf("commit %s of %s rendered into %d Bundles", st.co.commit, gr.Spec.Follows(), len(out)))
+		fmt.Sprintf("commit %s of %s rendered into %d Bundle%s", st.co.commit, gr.Spec.Follows(), len(out), plural(len(out))))
 }
 
 // fetchAndRender returns the rendered paths of the revision's current commit, reading the
@@ -515,4 +515,12 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -349,6 +349,11 @@ func TestGitRepoErrors(t *testing.T) {
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.clientSecretName") {
 				t.Errorf("repo %s: %v, want Invalid naming spec.clientSecretName", tc.repo, err)
 			}
+			// The refusal does not repeat the password (it would reach the client's terminal
+			// and the API server's audit log).
+			if err != nil && strings.Contains(err.Error(), "s3cr3t-token") {
+				t.Errorf("repo %s: the refusal repeats the password: %v", tc.repo, err)
+			}
 		}
 	})
 }
