@@ -221,7 +221,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				continue
 			}
 			log.Info("Pruning resource dropped by the new deployment", "kind", o.Kind, "namespace", o.Namespace, "name", o.Name)
-			failed = errors.Join(failed, r.deleteResource(ctx, o))
+			failed = errors.Join(failed, r.deleteResource(ctx, o, ownerOf(bd)))
 		}
 	}
 	if failed == nil && len(unknown) == 0 {
@@ -229,6 +229,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	bd.Status.Resources = states
+	if failed != nil || len(unknown) > 0 {
+		// What this pass did apply joins the record, so that deleting the BundleDeployment (or
+		// its next successful apply) prunes it too: without it a deployment that never applied
+		// in full left its objects behind when deleted.
+		failed = errors.Join(failed, r.recordPartial(ctx, bd, states))
+	}
 	if failed == nil && len(unknown) > 0 {
 		// Not a failure: usually the CRD of a custom resource is not established yet.
 		bd.Status.Ready = false
@@ -378,9 +384,45 @@ func annotate(bd *fleetv1alpha1.BundleDeployment, u *unstructured.Unstructured) 
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann["fleet.drover.io/bundle-deployment"] = bd.Namespace + "/" + bd.Name
+	ann[OwnerAnnotation] = ownerOf(bd)
 	ann["fleet.drover.io/deployment-id"] = bd.Spec.DeploymentID
 	u.SetAnnotations(ann)
+}
+
+// OwnerAnnotation on a downstream object names the BundleDeployment ("namespace/name") that
+// applied it last: the one that may prune it.
+const OwnerAnnotation = fleetv1alpha1.LabelPrefix + "bundle-deployment"
+
+func ownerOf(bd *fleetv1alpha1.BundleDeployment) string { return bd.Namespace + "/" + bd.Name }
+
+// ownedByOther names the other BundleDeployment that owns the live object u is applied over
+// ("" when there is none, it is bd, or its owner is gone or going: then bd takes it over). Two
+// Bundles deploying one object would overwrite each other's version on every apply, and
+// deleting either would delete the object the other still deploys.
+func (r *Reconciler) ownedByOther(ctx context.Context, bd *fleetv1alpha1.BundleDeployment, u *unstructured.Unstructured) (string, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(u.GroupVersionKind())
+	switch err := r.Downstream.Get(ctx, client.ObjectKeyFromObject(u), live); {
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read %s %s/%s before applying it: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	owner := live.GetAnnotations()[OwnerAnnotation]
+	if owner == "" || owner == ownerOf(bd) {
+		return "", nil
+	}
+	ns, name, _ := strings.Cut(owner, "/")
+	other := &fleetv1alpha1.BundleDeployment{}
+	switch err := r.Upstream.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, other); {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+		return "", nil // gone (or another cluster's: not this agent's to keep)
+	case err != nil:
+		return "", fmt.Errorf("read BundleDeployment %s, which owns %s %s/%s: %w", owner, u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	case !other.DeletionTimestamp.IsZero():
+		return "", nil
+	}
+	return owner, nil
 }
 
 // splitFoundation separates the CRDs and Namespaces of objs (in their order) from the rest.
@@ -445,6 +487,17 @@ func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployme
 		return st, fmt.Errorf("%s %s: %w", st.Kind, st.Name, err)
 	}
 	st := stateOf(u)
+	if !dryRun {
+		other, err := r.ownedByOther(ctx, bd, u)
+		if err == nil && other != "" {
+			_, bundleName, _ := strings.Cut(other, "/")
+			err = fmt.Errorf("already deployed by Bundle %s (BundleDeployment %s): two Bundles may not deploy the same object; remove it from one of them", bundleName, other)
+		}
+		if err != nil {
+			st.State, st.Message = StateFailed, err.Error()
+			return st, fmt.Errorf("%s %s/%s: %w", st.Kind, st.Namespace, st.Name, err)
+		}
+	}
 	obj := u.DeepCopy()
 	if err := r.keepIgnored(ctx, bd, obj, live); err != nil {
 		st.State, st.Message = StateFailed, err.Error()
@@ -612,13 +665,24 @@ func (r *Reconciler) agentInstallation(ctx context.Context, s fleetv1alpha1.Reso
 	return l["app.kubernetes.io/name"] == manifests.Name && l[fleetv1alpha1.ManagedLabel] == "true", nil
 }
 
-func (r *Reconciler) deleteResource(ctx context.Context, s fleetv1alpha1.ResourceState) error {
+// deleteResource prunes one object owner applied, unless another BundleDeployment has taken
+// it over since (its OwnerAnnotation names that one): then it is that one's to keep.
+func (r *Reconciler) deleteResource(ctx context.Context, s fleetv1alpha1.ResourceState, owner string) error {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(s.APIVersion)
 	u.SetKind(s.Kind)
-	u.SetNamespace(s.Namespace)
-	u.SetName(s.Name)
-	if err := r.Downstream.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+	switch err := r.Downstream.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, u); {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read %s %s/%s before pruning it: %w", s.Kind, s.Namespace, s.Name, err)
+	}
+	if other := u.GetAnnotations()[OwnerAnnotation]; other != "" && other != owner {
+		ctrl.LoggerFrom(ctx).Info("Not pruning a resource another BundleDeployment deploys now", "kind", s.Kind, "namespace", s.Namespace, "name", s.Name, "owner", other)
+		return nil
+	}
+	// Only the object read: one re-created by someone else meanwhile is not ours.
+	if err := r.Downstream.Delete(ctx, u, client.Preconditions{UID: ptr.To(u.GetUID())}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && !meta.IsNoMatchError(err) {
 		return fmt.Errorf("prune %s %s/%s: %w", s.Kind, s.Namespace, s.Name, err)
 	}
 	return nil
@@ -681,6 +745,31 @@ func (r *Reconciler) writeRecord(ctx context.Context, bd *fleetv1alpha1.BundleDe
 	return nil
 }
 
+// recordPartial adds the objects of states that were applied to bd's record (a Helm release's
+// record is left alone: uninstalling the release is what prunes).
+func (r *Reconciler) recordPartial(ctx context.Context, bd *fleetv1alpha1.BundleDeployment, states []fleetv1alpha1.ResourceState) error {
+	old, cm, err := r.readRecord(ctx, client.ObjectKeyFromObject(bd))
+	if err != nil || (cm != nil && cm.Data[recordKeyHelm] != "") {
+		return err
+	}
+	seen := map[key]bool{}
+	var merged []fleetv1alpha1.ResourceState
+	for _, s := range old {
+		seen[keyOf(s)] = true
+		merged = append(merged, s)
+	}
+	for _, s := range states {
+		if s.State != StateFailed && s.State != StateNotReady && !seen[keyOf(s)] {
+			seen[keyOf(s)] = true
+			merged = append(merged, s)
+		}
+	}
+	if len(merged) == len(old) {
+		return nil
+	}
+	return r.writeRecord(ctx, bd, merged, "")
+}
+
 // forget prunes what a deleted BundleDeployment applied (unless it asked to keep its
 // resources), then deletes its record.
 func (r *Reconciler) forget(ctx context.Context, bd types.NamespacedName) error {
@@ -696,7 +785,7 @@ func (r *Reconciler) forget(ctx context.Context, bd types.NamespacedName) error 
 		ctrl.LoggerFrom(ctx).Info("BundleDeployment deleted: pruning what it applied", "resources", len(res))
 		var failed error
 		for _, s := range res {
-			failed = errors.Join(failed, r.deleteResource(ctx, s))
+			failed = errors.Join(failed, r.deleteResource(ctx, s, bd.Namespace+"/"+bd.Name))
 		}
 		if failed != nil {
 			return failed

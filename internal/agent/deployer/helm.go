@@ -184,7 +184,7 @@ func (r *Reconciler) reconcileHelm(ctx context.Context, bd, before *fleetv1alpha
 					}
 					continue
 				}
-				if err := r.deleteResource(ctx, o); err != nil {
+				if err := r.deleteResource(ctx, o, ownerOf(bd)); err != nil {
 					return fail(err)
 				}
 			}

@@ -1,0 +1,95 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+)
+
+// TestTwoBundlesOneObject: a Bundle deploying an object another Bundle already deploys to the
+// same cluster is refused for that object, naming the other Bundle (its other objects are
+// applied); the object keeps the first Bundle's version. Deleting the second Bundle then leaves
+// the object alone; deleting the first prunes it, and the second takes it over on its next try.
+func TestTwoBundlesOneObject(t *testing.T) {
+	ctx := t.Context()
+	unique := strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	shared, onlyB := unique+"-shared", unique+"-b"
+	mk := func(name string, objs ...runtime.Object) *fleetv1alpha1.Bundle {
+		t.Helper()
+		b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name},
+			Spec: fleetv1alpha1.BundleSpec{Resources: raw(t, objs...), Targets: []fleetv1alpha1.BundleTarget{{ClusterName: plainName}}}}
+		if err := mgmt.Client.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	value := func(name string) string {
+		t.Helper()
+		cm := &corev1.ConfigMap{}
+		if err := plain.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, cm); err != nil {
+			if isNotFound(err) {
+				return ""
+			}
+			t.Fatal(err)
+		}
+		return cm.Data["from"]
+	}
+
+	a := mk(unique+"-a", configMap("default", shared, map[string]string{"from": "a"}))
+	waitBundle(t, a, 60*time.Second, bundleReadyOn1)
+	b := mk(unique+"-b", configMap("default", shared, map[string]string{"from": "b"}), configMap("default", onlyB, map[string]string{"from": "b"}))
+	waitBundleDeployment(t, plainName, b.Name, 60*time.Second, func(bd *fleetv1alpha1.BundleDeployment) error {
+		c := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionApplied)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "already deployed by Bundle "+a.Name) {
+			return fmt.Errorf("Applied condition %+v, want the shared object refused naming Bundle %s", c, a.Name)
+		}
+		return nil
+	})
+	if got := value(shared); got != "a" {
+		t.Errorf("shared object from %q, want Bundle a's version", got)
+	}
+	if got := value(onlyB); got != "b" {
+		t.Errorf("b's own object: %q, want applied", got)
+	}
+
+	// Deleting b prunes its own object, not the one a deploys.
+	if err := mgmt.Client.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
+		if _, err := bundleDeployment(t, plainName, b.Name); !isNotFound(err) {
+			return fmt.Errorf("b's BundleDeployment still there: %w", err)
+		}
+		if value(onlyB) != "" {
+			return fmt.Errorf("b's own object not pruned yet")
+		}
+		return nil
+	})
+	if got := value(shared); got != "a" {
+		t.Fatalf("after deleting Bundle b the shared object is %q, want still Bundle a's", got)
+	}
+
+	// With a gone, a new Bundle may take the object.
+	c := mk(unique+"-c", configMap("default", shared, map[string]string{"from": "c"}))
+	if err := mgmt.Client.Delete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, func() error {
+		if got := value(shared); got != "c" {
+			return fmt.Errorf("shared object from %q, want Bundle c's once a is gone", got)
+		}
+		return nil
+	})
+	if err := mgmt.Client.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+}
