@@ -125,10 +125,30 @@ func gitRepoReady(c client.Client, key client.ObjectKey) func(context.Context) (
 			return state{line: synced.Reason, failed: fmt.Errorf("%s: %s", synced.Reason, synced.Message)}, nil
 		}
 		ready := meta.FindStatusCondition(gr.Status.Conditions, fleetv1alpha1.ConditionReady)
-		return state{
+		st := state{
 			line: fmt.Sprintf("commit %s: %d/%d Bundles ready", shortCommit(gr.Status.Commit), gr.Status.Summary.ReadyBundles, gr.Status.Summary.Bundles),
 			done: ready != nil && ready.Status == metav1.ConditionTrue,
-		}, nil
+		}
+		for _, b := range gr.Status.Bundles {
+			if b.Message != "" {
+				st.line += " (" + b.Path + ": " + oneLine(b.Message) + ")"
+				break
+			}
+		}
+		if !st.done {
+			// A Bundle that failed to apply on clusters with nothing in progress ends the wait.
+			var bundles fleetv1alpha1.BundleList
+			if err := c.List(ctx, &bundles, client.InNamespace(gr.Namespace), client.MatchingLabels{fleetv1alpha1.GitRepoNameLabel: gr.Name}); err != nil {
+				return state{}, err
+			}
+			for i := range bundles.Items {
+				if err := applyFailed(&bundles.Items[i]); err != nil {
+					st.failed = fmt.Errorf("bundle %s: %w", bundles.Items[i].Name, err)
+					break
+				}
+			}
+		}
+		return st, nil
 	}
 }
 

@@ -139,6 +139,9 @@ func bundleReady(c client.Client, key client.ObjectKey) func(context.Context) (s
 			line: fmt.Sprintf("%s %d/%d clusters ready, %d pending, %d errored", progressBar(s.Ready, s.DesiredReady, 20), s.Ready, s.DesiredReady, s.Pending, s.ErrApplied),
 			done: r != nil && r.Status == "True" && r.ObservedGeneration == b.Generation,
 		}
+		if err := applyFailed(b); err != nil {
+			st.failed = err
+		}
 		if st.done && s.DesiredReady == 0 {
 			// Ready on no cluster is a mistyped --cluster or a selector matching nothing, not
 			// a deployment.
@@ -177,4 +180,23 @@ func deleteAll(cmd *cobra.Command, c client.Client, ns string, names []string, k
 		}
 	}
 	return nil
+}
+
+// applyFailed is a Bundle's failure to apply once nothing is in progress: every targeted cluster
+// has reported on its current version (none pending or out of date) and some failed to apply it.
+// The agents keep retrying, but a --wait that waited for them would wait for a fix, not for
+// time. nil while anything is in progress or nothing failed.
+func applyFailed(b *fleetv1alpha1.Bundle) error {
+	s := b.Status.Summary
+	if b.Status.ObservedGeneration != b.Generation || s.ErrApplied == 0 || s.Pending > 0 || s.OutOfDate > 0 {
+		return nil
+	}
+	msg := ""
+	for _, c := range s.NonReadyClusters {
+		if c.State == "ErrApplied" {
+			msg = ": " + c.Name + ": " + oneLine(c.Message)
+			break
+		}
+	}
+	return fmt.Errorf("%d of %d clusters failed to apply it%s (see drover bundle status %s -n %s)", s.ErrApplied, s.DesiredReady, msg, b.Name, b.Namespace)
 }
