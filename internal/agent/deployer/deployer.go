@@ -175,6 +175,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if i == len(first) && len(rest) > 0 && !retrying {
 			r.waitEstablished(ctx, first)
 		}
+		if i == len(first) {
+			// The namespace the Bundle names for its objects is created if missing, as Fleet
+			// does; the Bundle's own Namespace objects came first.
+			if err := r.ensureNamespace(ctx, bd.Spec.Options.DefaultNamespace); err != nil {
+				failed = errors.Join(failed, err)
+			}
+		}
 		st, err := r.apply(ctx, bd, u, nil, force, false)
 		switch {
 		case meta.IsNoMatchError(err):
@@ -375,6 +382,28 @@ func (r *Reconciler) resolve(bd *fleetv1alpha1.BundleDeployment, u *unstructured
 		}
 		u.SetNamespace(ns)
 	}
+	return nil
+}
+
+// ensureNamespace creates the namespace name (a Bundle's defaultNamespace) if it does not exist.
+// It is not recorded as the BundleDeployment's, so it is never pruned with it: other things
+// may live there.
+func (r *Reconciler) ensureNamespace(ctx context.Context, name string) error {
+	if name == "" {
+		return nil
+	}
+	ns := &corev1.Namespace{}
+	switch err := r.Downstream.Get(ctx, client.ObjectKey{Name: name}, ns); {
+	case err == nil:
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("read namespace %s (defaultNamespace): %w", name, err)
+	}
+	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/created-by": "drover-agent"}}}
+	if err := r.Downstream.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s (defaultNamespace): %w", name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Created the Bundle's default namespace", "namespace", name)
 	return nil
 }
 

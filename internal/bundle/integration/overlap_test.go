@@ -93,3 +93,33 @@ func TestTwoBundlesOneObject(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDefaultNamespaceCreated: a Bundle whose defaultNamespace does not exist on the cluster gets
+// it created (as Fleet does) and its objects placed there; deleting the Bundle prunes the objects
+// and leaves the namespace, which others may use.
+func TestDefaultNamespaceCreated(t *testing.T) {
+	ctx := t.Context()
+	ns := "created-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "default-namespace"},
+		Spec: fleetv1alpha1.BundleSpec{Resources: raw(t, configMap("", "settings", map[string]string{"k": "v"})), DefaultNamespace: ns,
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: plainName}}}}
+	if err := mgmt.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	waitBundle(t, b, 60*time.Second, bundleReadyOn1)
+	if !present(t, ns, "settings")[plainName] {
+		t.Fatalf("ConfigMap not in the created namespace %s", ns)
+	}
+	if err := mgmt.Client.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() error {
+		if present(t, ns, "settings")[plainName] {
+			return fmt.Errorf("ConfigMap not pruned yet")
+		}
+		return nil
+	})
+	if err := plain.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); err != nil {
+		t.Errorf("namespace %s after the Bundle's deletion: %v, want kept", ns, err)
+	}
+}
