@@ -330,12 +330,42 @@ func parseConfig(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("unknown key %s", strings.Join(quoteAll(unknown), ", "))
 	}
 	if err := yaml.UnmarshalStrict(data, c); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			got := "a " + te.Value
+			if strings.ContainsAny(te.Value[:min(1, len(te.Value))], "aeiou") {
+				got = "an " + te.Value
+			}
+			return nil, fmt.Errorf("key %s: want %s, got %s", te.Field, kindOf(te.Type), got)
+		}
 		return nil, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "error unmarshaling JSON: "), "while decoding JSON: "))
 	}
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// kindOf says what a value of t is written as in YAML, for errors.
+func kindOf(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "a map"
+	case reflect.Pointer:
+		return kindOf(t.Elem())
+	}
+	return "a " + t.String()
 }
 
 // validate checks the values of a drover.yaml (or of a fleet.yaml, once mapped): errors name
