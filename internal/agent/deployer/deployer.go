@@ -442,10 +442,15 @@ func (r *Reconciler) ownedByOther(ctx context.Context, bd *fleetv1alpha1.BundleD
 		return "", nil
 	}
 	ns, name, _ := strings.Cut(owner, "/")
+	if ns != bd.Namespace {
+		// Not of this agent's cluster namespace: left by an earlier registration of the cluster
+		// (a re-created Cluster gets a new namespace), nothing this agent deploys any more.
+		return "", nil
+	}
 	other := &fleetv1alpha1.BundleDeployment{}
 	switch err := r.Upstream.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, other); {
-	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
-		return "", nil // gone (or another cluster's: not this agent's to keep)
+	case apierrors.IsNotFound(err):
+		return "", nil // gone
 	case err != nil:
 		return "", fmt.Errorf("read BundleDeployment %s, which owns %s %s/%s: %w", owner, u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	case !other.DeletionTimestamp.IsZero():
