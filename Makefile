@@ -36,8 +36,8 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: run
-run: build tools ## Build, then start drover server on the embedded control plane (state in .drover/).
-	$(BIN)/drover server --embedded --data-dir $(DATA_DIR) --bin-dir $(KUBE_BIN)
+run: build tools ## Build, then start drover server on the embedded control plane (state in .drover/; more flags in SERVER_FLAGS="...").
+	$(BIN)/drover server --embedded --data-dir $(DATA_DIR) --bin-dir $(KUBE_BIN) $(SERVER_FLAGS)
 
 .PHONY: demo
 demo: build tools ## Start drover with a demo world (simulated EKS/AKS/GKE clusters, two kwok clusters with agents, a Bundle, two cloud-provider migrations, the dashboard); .drover-demo/ is deleted on exit.
