@@ -376,6 +376,11 @@ func (p *pass) plan() error {
 		p.have[bd.Namespace] = true
 		w := p.wants[bd.Namespace]
 		current := equality.Semantic.DeepEqual(bd.Spec, w.spec) && bd.Labels[CustomizationLabel] == w.name
+		if current {
+			// Already at the version wanted: a dependency not ready now holds nothing here, so
+			// it is not reported as held (dependsOn gates deployments, not readiness).
+			delete(p.heldDeps, bd.Namespace)
+		}
 		if limited && Disconnected(c) {
 			// A cluster whose agent is disconnected neither counts against maxUnavailable nor
 			// is updated: the rollout goes on over the connected clusters, and this one is

@@ -136,6 +136,19 @@ func TestDependsOn(t *testing.T) {
 		}
 		return nil
 	})
+	// dep-app is at its version already: nothing is held, it stays Ready (dependsOn gates
+	// deployments, not readiness).
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		got := &fleetv1alpha1.Bundle{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(app), got); err != nil {
+			t.Fatal(err)
+		}
+		if c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			t.Fatalf("dep-app, deployed and ready at its version, reported %+v once its dependency was not ready", c)
+		}
+		time.Sleep(200 * time.Millisecond) //nolint:forbidigo // watching that nothing changes for a while, not waiting for a change
+	}
 	patchBundle(t, app, func(b *fleetv1alpha1.Bundle) {
 		b.Spec.Resources = raw(t, configMap("default", "dep-app", map[string]string{"v": "two"}))
 	})
