@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/cgi"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -26,6 +25,7 @@ import (
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/gitrepo"
+	"github.com/droverhq/drover/internal/gitserve"
 	"github.com/droverhq/drover/test/envtest"
 )
 
@@ -47,8 +47,10 @@ func newGitWork(t *testing.T) *gitWork {
 	g.git(g.root, "init", "--quiet", "--bare", "-b", "main", filepath.Join(g.root, "repos", "deploy.git"))
 	g.git(g.root, "init", "--quiet", "-b", "main", g.work)
 	g.git(g.work, "remote", "add", "origin", filepath.Join(g.root, "repos", "deploy.git"))
-	backend := &cgi.Handler{Path: filepath.Join(g.git(g.root, "--exec-path"), "git-http-backend"), Dir: g.root, InheritEnv: []string{"PATH"},
-		Env: []string{"GIT_PROJECT_ROOT=" + filepath.Join(g.root, "repos"), "GIT_HTTP_EXPORT_ALL=1", "HOME=" + g.root}}
+	backend, err := gitserve.Handler(filepath.Join(g.root, "repos"), g.root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(backend)
 	t.Cleanup(srv.Close)
 	g.url = srv.URL + "/deploy.git"

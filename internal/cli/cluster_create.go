@@ -263,8 +263,8 @@ func createCluster(cmd *cobra.Command, k *kubeOptions, p hosted.Provider, cl *v1
 	// A mistyped --credential is the likeliest mistake: say so now (a caller who may not read
 	// Secrets is not told anything).
 	secret := p.CredentialSecret(cl)
-	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}} // not its values
-	if err := c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: secret}, meta); apierrors.IsNotFound(err) {
+	secretMeta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}} // not its values
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: secret}, secretMeta); apierrors.IsNotFound(err) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: the credential Secret %s/%s does not exist: the cluster waits until it is created (see README or docs/hosted-clusters.md for its keys)\n", cl.Namespace, secret)
 	}
 	if !w.wait {

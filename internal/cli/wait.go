@@ -15,6 +15,7 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/hosted"
 )
 
@@ -193,7 +194,7 @@ func applyFailed(b *fleetv1alpha1.Bundle) error {
 	}
 	msg := ""
 	for _, c := range s.NonReadyClusters {
-		if c.State == "ErrApplied" {
+		if c.State == bundle.StateErrApplied {
 			msg = ": " + c.Name + ": " + oneLine(c.Message)
 			break
 		}

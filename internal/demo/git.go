@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/cgi" //nolint:gosec // G504 is about Go < 1.6.3 (httpoxy); git http-backend serves the demo's repository on loopback
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/gitserve"
 )
 
 // The demo's Git repository, when git is installed: GitRepo GitRepoName deploys its path
@@ -41,14 +41,6 @@ var errNoGit = errors.New("git is not installed")
 func startGit(dir string) (*gitServer, error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, errNoGit
-	}
-	out, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		return nil, fmt.Errorf("git --exec-path: %w", err)
-	}
-	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		return nil, fmt.Errorf("git http-backend: %w", err)
 	}
 	home, repos, work := filepath.Join(dir, "home"), filepath.Join(dir, "repos"), filepath.Join(dir, "work")
 	for _, d := range []string{home, repos, filepath.Join(work, GitRepoPath)} {
@@ -93,12 +85,14 @@ func startGit(dir string) (*gitServer, error) {
 			return nil, err
 		}
 	}
+	h, err := gitserve.Handler(repos, home)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen for the Git server: %w", err)
 	}
-	h := &cgi.Handler{Path: backend, Dir: dir, InheritEnv: []string{"PATH"},
-		Env: []string{"GIT_PROJECT_ROOT=" + repos, "GIT_HTTP_EXPORT_ALL=1", "HOME=" + home}}
 	s := &gitServer{url: "http://" + ln.Addr().String() + "/apps.git", srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil

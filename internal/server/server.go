@@ -34,7 +34,6 @@ import (
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 	"github.com/droverhq/drover/internal/controlplane"
 	"github.com/droverhq/drover/internal/crds"
-	"github.com/droverhq/drover/internal/logging"
 )
 
 // SystemNamespace holds drover's own objects (leader-election lease, settings).
@@ -207,7 +206,6 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       SystemNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		Logger:                        logging.QuietRelease(ctrl.Log),
 		// No controller reads managedFields from the cache; dropping them roughly halves the
 		// memory of every cached object at fleet scale.
 		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},

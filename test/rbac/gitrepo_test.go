@@ -3,7 +3,6 @@ package rbac
 import (
 	"fmt"
 	"net/http"
-	"net/http/cgi"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/gitrepo"
+	"github.com/droverhq/drover/internal/gitserve"
 )
 
 // TestGitRepoRights: drover server, as its ServiceAccount, syncs a GitRepo from a private
@@ -75,9 +75,10 @@ func TestGitRepoRights(t *testing.T) {
 	}
 	c1 := commit(map[string]string{"a/cm.yaml": cm("a"), "b/cm.yaml": cm("b")})
 
-	execPath := run(root, "--exec-path")
-	backend := &cgi.Handler{Path: filepath.Join(execPath, "git-http-backend"), Dir: root, InheritEnv: []string{"PATH"},
-		Env: []string{"GIT_PROJECT_ROOT=" + filepath.Join(root, "repos"), "GIT_HTTP_EXPORT_ALL=1", "HOME=" + root}}
+	backend, err := gitserve.Handler(filepath.Join(root, "repos"), root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "bot" || p != gitPassword {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)

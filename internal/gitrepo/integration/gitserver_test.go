@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/cgi"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/droverhq/drover/internal/gitserve"
 )
 
 // Credentials of the Git server's private repositories (URL path /private/...).
@@ -32,17 +33,6 @@ type gitServer struct {
 }
 
 func startGitServer() (*gitServer, error) {
-	if _, err := exec.LookPath("git"); err != nil {
-		return nil, fmt.Errorf("these tests need git (apt-get install git): %w", err)
-	}
-	out, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		return nil, fmt.Errorf("git --exec-path: %w", err)
-	}
-	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		return nil, fmt.Errorf("git http-backend: %w", err)
-	}
 	root, err := os.MkdirTemp("", "drover-git-*")
 	if err != nil {
 		return nil, err
@@ -51,8 +41,10 @@ func startGitServer() (*gitServer, error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, err
 	}
-	cgiHandler := &cgi.Handler{Path: backend, Dir: root, InheritEnv: []string{"PATH"},
-		Env: []string{"GIT_PROJECT_ROOT=" + filepath.Join(root, "repos"), "GIT_HTTP_EXPORT_ALL=1", "HOME=" + home}}
+	cgiHandler, err := gitserve.Handler(filepath.Join(root, "repos"), home)
+	if err != nil {
+		return nil, fmt.Errorf("these tests need git: %w", err)
+	}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fetches.record(r.URL.Path)
 		if strings.HasPrefix(r.URL.Path, "/private/") {

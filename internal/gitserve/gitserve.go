@@ -1,0 +1,36 @@
+// Package gitserve serves Git repositories over Git's smart HTTP protocol with git's own
+// http-backend, run through net/http/cgi: the demo's repository and the Git servers of the tests
+// (git is needed at run time only by these, never by drover's GitRepo controller).
+package gitserve
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/cgi" //nolint:gosec // G504 is about Go < 1.6.3 (httpoxy); this serves git http-backend on loopback
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNoGit means git is not installed.
+var ErrNoGit = errors.New("git is not installed (apt-get install git)")
+
+// Handler serves every repository under root (GIT_HTTP_EXPORT_ALL) for fetches and pushes.
+// git runs with HOME set to home, so that the configuration of whoever runs it does not apply.
+func Handler(root, home string) (http.Handler, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, ErrNoGit
+	}
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		return nil, fmt.Errorf("git --exec-path: %w", err)
+	}
+	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if _, err := os.Stat(backend); err != nil {
+		return nil, fmt.Errorf("git http-backend: %w", err)
+	}
+	return &cgi.Handler{Path: backend, Dir: root, InheritEnv: []string{"PATH"},
+		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "HOME=" + home}}, nil
+}
