@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
@@ -312,8 +313,10 @@ func (c *Checker) SetUnschedulable(ctx context.Context, name string, v bool) err
 	if n.Spec.Unschedulable == v {
 		return nil
 	}
-	n.Spec.Unschedulable = v
-	if _, err := c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// A patch of that one field, as kubectl cordon makes: an update of the whole Node would
+	// conflict with the node's own writers (labels, annotations) and fail the step or rollback.
+	patch := []byte(fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, v))
+	if _, err := c.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("set node %s unschedulable=%t: %w", name, v, err)
 	}
 	return nil
