@@ -98,43 +98,47 @@ func (c *Config) kustomizeDirs(p string) []string {
 	return slices.DeleteFunc(out, func(d string) bool { return d == path.Clean(p) })
 }
 
-func (c *Config) validateCustomizations() error {
+// validateCustomizations checks targetCustomizations, every entry and key.
+func (c *Config) validateCustomizations() []error {
 	if len(c.TargetCustomizations) > maxCustomizations {
-		return fmt.Errorf("targetCustomizations: %d entries, at most %d", len(c.TargetCustomizations), maxCustomizations)
+		return []error{fmt.Errorf("targetCustomizations: %d entries, at most %d", len(c.TargetCustomizations), maxCustomizations)}
+	}
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	seen := map[string]int{}
 	for i, tc := range c.TargetCustomizations {
 		key := fmt.Sprintf("targetCustomizations[%d]", i)
 		switch {
 		case tc.Name == "":
-			return fmt.Errorf("%s.name: required", key)
+			add(fmt.Errorf("%s.name: required", key))
 		case len(validation.IsValidLabelValue(tc.Name)) > 0:
-			return fmt.Errorf("%s.name: %q must be 63 characters or less of letters, digits, '-', '_' and '.', starting and ending with a letter or digit", key, tc.Name)
-		case tc.ClusterName == "" && tc.ClusterSelector == nil:
-			return fmt.Errorf("%s (%s): set clusterName and/or clusterSelector (without either it matches no cluster)", key, tc.Name)
+			add(fmt.Errorf("%s.name: %q must be 63 characters or less of letters, digits, '-', '_' and '.', starting and ending with a letter or digit", key, tc.Name))
+		default:
+			if j, dup := seen[tc.Name]; dup {
+				add(fmt.Errorf("%s.name: %q is also the name of targetCustomizations[%d]", key, tc.Name, j))
+			} else {
+				seen[tc.Name] = i
+			}
 		}
-		if j, dup := seen[tc.Name]; dup {
-			return fmt.Errorf("%s.name: %q is also the name of targetCustomizations[%d]", key, tc.Name, j)
+		if tc.ClusterName == "" && tc.ClusterSelector == nil {
+			add(fmt.Errorf("%s (%s): set clusterName and/or clusterSelector (without either it matches no cluster)", key, tc.Name))
 		}
-		seen[tc.Name] = i
 		if tc.ClusterSelector != nil {
 			if _, err := metav1.LabelSelectorAsSelector(tc.ClusterSelector); err != nil {
-				return fmt.Errorf("%s.clusterSelector: %w", key, err)
+				add(fmt.Errorf("%s.clusterSelector: %w", key, err))
 			}
 		}
-		if err := validNamespace(key+".defaultNamespace", tc.DefaultNamespace); err != nil {
-			return err
-		}
-		if err := validNamespace(key+".namespace", tc.namespace); err != nil {
-			return err
-		}
+		add(validNamespace(key+".defaultNamespace", tc.DefaultNamespace))
+		add(validNamespace(key+".namespace", tc.namespace))
 		if tc.Kustomize != nil {
-			if err := validDir(key+".kustomize.dir", tc.Kustomize.Dir); err != nil {
-				return err
-			}
+			add(validDir(key+".kustomize.dir", tc.Kustomize.Dir))
 		}
 	}
-	return nil
+	return errs
 }
 
 func validDir(key, dir string) error {

@@ -369,48 +369,64 @@ func kindOf(t reflect.Type) string {
 }
 
 // validate checks the values of a drover.yaml (or of a fleet.yaml, once mapped): errors name
-// the key.
+// the key, and every invalid key is reported at once (one commit fixes them all).
 func (c *Config) validate() error {
-	if err := validNamespace("defaultNamespace", c.DefaultNamespace); err != nil {
-		return err
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
+	add(validNamespace("defaultNamespace", c.DefaultNamespace))
 	if len(c.DependsOn) > 32 {
-		return fmt.Errorf("dependsOn: %d entries, at most 32", len(c.DependsOn))
+		add(fmt.Errorf("dependsOn: %d entries, at most 32", len(c.DependsOn)))
 	}
 	for i, d := range c.DependsOn {
 		switch {
 		case (d.Name == "") == (d.Selector == nil):
-			return fmt.Errorf("dependsOn[%d]: set exactly one of name and selector", i)
+			add(fmt.Errorf("dependsOn[%d]: set exactly one of name and selector", i))
 		case d.Name != "":
 			if errs := validation.IsDNS1123Subdomain(d.Name); len(errs) > 0 {
-				return fmt.Errorf("dependsOn[%d].name: %q is not a Bundle name: %s", i, d.Name, strings.Join(errs, "; "))
+				add(fmt.Errorf("dependsOn[%d].name: %q is not a Bundle name: %s", i, d.Name, strings.Join(errs, "; ")))
 			}
 		default:
 			if _, err := metav1.LabelSelectorAsSelector(d.Selector); err != nil {
-				return fmt.Errorf("dependsOn[%d].selector: %w", i, err)
+				add(fmt.Errorf("dependsOn[%d].selector: %w", i, err))
 			}
 		}
 	}
 	if c.Kustomize != nil {
-		if err := validDir("kustomize.dir", c.Kustomize.Dir); err != nil {
-			return err
-		}
+		add(validDir("kustomize.dir", c.Kustomize.Dir))
 	}
 	if err := c.Diff.Validate(); err != nil {
-		return fmt.Errorf("diff.%w", err)
+		add(fmt.Errorf("diff.%w", err))
 	}
-	if err := c.validateRollout(); err != nil {
-		return err
-	}
+	add(c.validateRollout())
 	for _, k := range slices.Sorted(maps.Keys(c.Labels)) {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 || strings.HasPrefix(k, fleetv1alpha1.LabelPrefix) {
-			return fmt.Errorf("labels: %q is not a label key drover can set (%s)", k, strings.Join(append(errs, "not "+fleetv1alpha1.LabelPrefix+"*"), "; "))
+			add(fmt.Errorf("labels: %q is not a label key drover can set (%s)", k, strings.Join(append(errs, "not "+fleetv1alpha1.LabelPrefix+"*"), "; ")))
 		}
 		if errs := validation.IsValidLabelValue(c.Labels[k]); len(errs) > 0 {
-			return fmt.Errorf("labels.%s: %q: %s", k, c.Labels[k], strings.Join(errs, "; "))
+			add(fmt.Errorf("labels.%s: %q: %s", k, c.Labels[k], strings.Join(errs, "; ")))
 		}
 	}
-	return c.validateCustomizations()
+	errs = append(errs, c.validateCustomizations()...)
+	return joinErrors(errs)
+}
+
+// joinErrors is errs on one line, "; "-separated (a condition message), or nil.
+func joinErrors(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return fmt.Errorf("%d errors: %s", len(errs), strings.Join(msgs, "; "))
 }
 
 // validateRollout checks rollout.maxUnavailable: a number ≥ 0 or a percentage from 0% to 100%.

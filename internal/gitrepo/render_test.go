@@ -142,6 +142,9 @@ func TestRenderErrorsNameTheFile(t *testing.T) {
 		{"rollout key typo", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "rollout: {maxUnavailble: 1}\n"}, []string{"app/drover.yaml", `"rollout.maxUnavailble"`}},
 		{"drover's own label", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "labels: {fleet.drover.io/gitrepo: x}\n"}, []string{"app/drover.yaml", "labels", "fleet.drover.io/gitrepo"}},
 		{"bad label value", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "labels: {tier: not ok}\n"}, []string{"app/drover.yaml", "labels.tier", "not ok"}},
+		{"every invalid key at once", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "defaultNamespace: Not_A_Name\nrollout: {maxUnavailable: -1}\n" +
+			"labels: {tier: not ok}\ntargetCustomizations:\n- name: a\n- clusterName: c\n"},
+			[]string{"app/drover.yaml", "5 errors", "defaultNamespace", "rollout.maxUnavailable", "labels.tier", "targetCustomizations[0] (a)", "targetCustomizations[1].name: required"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"app"}}}
