@@ -15,6 +15,10 @@ const (
 	// EventConflict (Warning): a field changed both in drover and at the provider since the last
 	// sync; drover's value was applied.
 	EventConflict = "Conflict"
+	// EventProviderDefault (Normal): on the first pass after drover created the cluster, a field
+	// the config left to the provider (GKE's zones of a regional cluster) was recorded in the
+	// config with the provider's choice. Not a change at the provider: not counted as an adoption.
+	EventProviderDefault = "ProviderDefault"
 )
 
 // The notes of those Events and the Conflict condition's message are built here and parsed back
@@ -38,6 +42,11 @@ const (
 // AdoptedNote is the note of an Adopted Event.
 func AdoptedNote(field, upstream string) string {
 	return field + changedAt + upstream + adoptedSuffix
+}
+
+// ProviderDefaultNote is the note of a ProviderDefault Event.
+func ProviderDefaultNote(field, upstream string) string {
+	return field + " chosen by the provider at creation: " + upstream + "; recorded in the config"
 }
 
 // RevertedNote is the note of a DriftReverted Event.

@@ -391,7 +391,8 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	policy := merge.Adopt
 	// The first pass after a create adopts what the provider chose for defaulted fields (GKE's
 	// zones of a regional cluster), whatever the policy: that is not drift.
-	if c.Spec.SyncPolicy == v1.SyncPolicyEnforce && st.Phase != v1.PhaseCreating {
+	created := st.Phase == v1.PhaseCreating
+	if c.Spec.SyncPolicy == v1.SyncPolicyEnforce && !created {
 		policy = merge.Enforce
 	}
 	result := merge.ThreeWay(p.Schema(), policy, applied, config, obs.Upstream)
@@ -421,7 +422,12 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 			return reconcile.Result{}, err
 		}
 		for _, ch := range result.Adopt {
-			ps.event(corev1.EventTypeNormal, EventAdopted, "Adopted", "%s", AdoptedNote(p.Name()+"Config."+ch.Path.String(), show(ch.Upstream, ch.HasUpstream)))
+			field, value := p.Name()+"Config."+ch.Path.String(), show(ch.Upstream, ch.HasUpstream)
+			if created {
+				ps.event(corev1.EventTypeNormal, EventProviderDefault, "Adopted", "%s", ProviderDefaultNote(field, value))
+				continue
+			}
+			ps.event(corev1.EventTypeNormal, EventAdopted, "Adopted", "%s", AdoptedNote(field, value))
 		}
 	}
 

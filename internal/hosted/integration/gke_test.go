@@ -42,6 +42,13 @@ func TestGKECreateUpdateEveryFieldAndDelete(t *testing.T) {
 		cfg.MaintenanceWindow == nil || cfg.NodePools[0].Config == nil || cfg.NodePools[0].Config.MachineType == nil || cfg.NodePools[0].Management == nil {
 		t.Fatalf("created cluster has unmanaged fields: %+v", cfg)
 	}
+	// The zones GKE picked are its default, not a change at the provider.
+	if ev := e.events.find(hosted.EventAdopted); len(ev) > 0 {
+		t.Errorf("provider defaults after create reported as adopted: %q", ev)
+	}
+	if ev := e.events.find(hosted.EventProviderDefault); len(ev) == 0 || !strings.Contains(ev[0], "gkeConfig.locations chosen by the provider at creation") {
+		t.Errorf("ProviderDefault events %q, want one naming gkeConfig.locations", ev)
+	}
 
 	pool := func(name string) *container.NodePool {
 		for _, np := range e.simCluster(t, "life").Cluster.NodePools {
