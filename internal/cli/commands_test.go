@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -223,6 +224,17 @@ func TestTokenCreatePrintsInstallCommands(t *testing.T) {
 	}
 	if row := strings.Fields(out[strings.LastIndex(strings.TrimRight(out, "\n"), "\n")+1:]); !slices.Equal(row, []string{"edge", "True", "in", "89m", "1/3", "edge"}) && !slices.Equal(row, []string{"edge", "True", "in", "90m", "1/3", "edge"}) {
 		t.Errorf("token list -o wide row %q, want edge True in 90m 1/3 edge:\n%s", row, out)
+	}
+	// drover's per-cluster import token registers its cluster only.
+	imp := &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "import-edge-1", Labels: map[string]string{
+		fleetv1alpha1.ClusterLabel: "edge-1", fleetv1alpha1.ClusterUIDLabel: "0f8fad5b-d9cb-469f-a165-70867728950e"}},
+		Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: time.Hour}}}
+	if err := mgmt.Client.Create(t.Context(), imp); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err = drover(t.Context(), "token", "list", "--kubeconfig", kc, "-n", ns)
+	if err != nil || !regexp.MustCompile(`(?m)^import-edge-1 .* edge-1 only$`).MatchString(out) {
+		t.Errorf("token list: %v %s\n%s, want import-edge-1 for edge-1 only", err, errOut, out)
 	}
 	if _, _, err := drover(t.Context(), "token", "create", "x", "--ttl", "1h", "--max-clusters", "0", "--kubeconfig", kc); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--max-clusters") {
 		t.Errorf("token create --max-clusters 0: %v, want a usage error naming the flag", err)

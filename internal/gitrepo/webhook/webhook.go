@@ -216,7 +216,11 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		writeText(w, http.StatusOK, "ignored: no GitRepo of this repository follows the refs pushed")
 		return
 	}
-	writeText(w, http.StatusAccepted, fmt.Sprintf("fetch requested for %d GitRepos", len(triggered)))
+	noun := "GitRepos"
+	if len(triggered) == 1 {
+		noun = "GitRepo"
+	}
+	writeText(w, http.StatusAccepted, fmt.Sprintf("fetch requested for %d %s", len(triggered), noun))
 }
 
 // writeText answers with a fixed message (never one echoing the request).
