@@ -4,11 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/droverhq/drover/internal/crds"
@@ -50,5 +55,76 @@ func TestServerInstallsAdmissionPolicy(t *testing.T) {
 	warnings, err := crds.TypeCheckWarnings(ctx, cluster.Client)
 	if err != nil || len(warnings) > 0 {
 		t.Errorf("type-check warnings on drover's admission policies: %v %v", warnings, err)
+	}
+}
+
+// TestServerTokensOnlyForItsIdentities: the server's identity holds serviceaccounts/token create
+// in every namespace (its identities live in namespaces made at run time), and
+// config/rbac/server_limits.yaml keeps that right to drover's own identities. Without it the
+// server's identity could take a token of any ServiceAccount (kube-system's controllers, able
+// to grant themselves anything). The suite's flows (registration, renewal, import tokens) run
+// with the policy in place, so it refuses nothing drover does.
+func TestServerTokensOnlyForItsIdentities(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	server, err := kubernetes.NewForConfig(serverConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := cluster.Namespace(t)
+	clusterNS := "cluster-" + other
+	for _, ns := range []string{clusterNS, "drover-local"} {
+		if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	// An admission policy takes effect once the API server has loaded it.
+	secs := int64(600)
+	envtest.Eventually(t, 30*time.Second, func() error {
+		_, err := server.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "clusterrole-aggregation-controller",
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			return fmt.Errorf("token for kube-system/clusterrole-aggregation-controller: %v, want Forbidden", err)
+		}
+		return nil
+	})
+	sa := func(ns, name string) {
+		t.Helper()
+		if err := cluster.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		ns, name string
+		allowed  bool
+	}{
+		{"kube-system", "clusterrole-aggregation-controller", false},
+		{other, "default", false},
+		{other, "admin-bot", false},
+		{clusterNS, "admin-bot", false},
+		{"drover-local", "default", false},
+		{other, "import-edge-0123abcd", true},
+		{clusterNS, "request-x7k2p", true},
+		{clusterNS, "renew-x7k2p", true},
+		{clusterNS, "drover-renewal", true},
+		{"drover-local", "drover-local-agent", true},
+	} {
+		t.Run(tc.ns+"/"+tc.name, func(t *testing.T) {
+			sa(tc.ns, tc.name)
+			_, err := server.CoreV1().ServiceAccounts(tc.ns).CreateToken(ctx, tc.name,
+				&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+			switch {
+			case tc.allowed && err != nil:
+				t.Errorf("token for drover's identity %s/%s refused: %v", tc.ns, tc.name, err)
+			case !tc.allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only for its own identities")):
+				t.Errorf("token for %s/%s: %v, want Forbidden by drover-server-credentials", tc.ns, tc.name, err)
+			}
+		})
+	}
+	// A ServiceAccount token Secret is a token of the account it names, filled in by Kubernetes.
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "drover-test-sa-token",
+		Annotations: map[string]string{corev1.ServiceAccountNameKey: "clusterrole-aggregation-controller"}}, Type: corev1.SecretTypeServiceAccountToken}
+	if _, err := server.CoreV1().Secrets("kube-system").Create(ctx, s, metav1.CreateOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "token Secrets") {
+		t.Errorf("service-account-token Secret by the server: %v, want Forbidden by drover-server-credentials", err)
 	}
 }

@@ -123,7 +123,7 @@ func setup(ctx context.Context) error {
 			return fmt.Errorf("delete %s: %w", o.GetName(), err)
 		}
 	}
-	for _, f := range []string{"role.yaml", "service_account.yaml", "role_binding.yaml"} {
+	for _, f := range []string{"role.yaml", "service_account.yaml", "role_binding.yaml", "server_limits.yaml"} {
 		if err := applyFile(ctx, filepath.Join(root, "config", "rbac", f)); err != nil {
 			return err
 		}
