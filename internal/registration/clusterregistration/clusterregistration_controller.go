@@ -135,8 +135,36 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 					return allow != "" && allow != e.ObjectOld.GetAnnotations()[fleetv1alpha1.AllowRegistrationTokenAnnotation]
 				},
 			})).
+		// A token's spec.maxClusters raised (or removed): the registrations it refused for want
+		// of a place are granted now, not when their agents next retry.
+		Watches(&fleetv1alpha1.ClusterRegistrationToken{}, handler.EnqueueRequestsFromMapFunc(r.registrationsOfToken),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				DeleteFunc:  func(event.DeleteEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					o, n := e.ObjectOld.(*fleetv1alpha1.ClusterRegistrationToken), e.ObjectNew.(*fleetv1alpha1.ClusterRegistrationToken)
+					return o.Spec.MaxClusters != nil && (n.Spec.MaxClusters == nil || *n.Spec.MaxClusters > *o.Spec.MaxClusters)
+				},
+			})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// registrationsOfToken are the registrations a token has not granted (yet).
+func (r *Reconciler) registrationsOfToken(ctx context.Context, o client.Object) []reconcile.Request {
+	var list fleetv1alpha1.ClusterRegistrationList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{fleetv1alpha1.TokenLabel: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the registrations of a token", "token", o.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if !list.Items[i].Status.Granted {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
 }
 
 // refusedRegistrations are the registrations of a Cluster's clientID not granted yet: when an
