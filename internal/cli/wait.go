@@ -118,7 +118,13 @@ func gone(c client.Client, obj client.Object) func(context.Context) (state, erro
 			return state{}, err
 		}
 		if cl, ok := obj.(*v1.Cluster); ok {
-			return state{line: "phase " + orDash(string(cl.Status.Phase))}, nil
+			s := state{line: "phase " + orDash(string(cl.Status.Phase))}
+			// A delete that needs credentials drover lacks waits for a person, as a create does.
+			if cond := meta.FindStatusCondition(cl.Status.Conditions, hosted.CondCredentials); cl.Status.Phase == v1.PhaseDeleting && cond != nil && cond.Status == metav1.ConditionFalse {
+				s.failed = fmt.Errorf("%s %s: %s (the delete is pending and goes on once this is fixed; follow it with: drover cluster list -w -n %s)",
+					hosted.CondCredentials, cond.Reason, oneLine(cond.Message), cl.Namespace)
+			}
+			return s, nil
 		}
 		return state{line: "deleting"}, nil
 	}

@@ -618,6 +618,9 @@ func (ps *pass) delete(ctx context.Context) (reconcile.Result, error) {
 		// nothing to delete.
 		return reconcile.Result{}, ps.removeFinalizer(ctx)
 	}
+	// Deleting from here on, also while credentials are missing: the phase says what is
+	// pending, CredentialsValid what blocks it.
+	st.Phase = v1.PhaseDeleting
 	sess, res, err := ps.connect(ctx)
 	if sess == nil {
 		return res, err
@@ -626,7 +629,7 @@ func (ps *pass) delete(ctx context.Context) (reconcile.Result, error) {
 	if err != nil {
 		return ps.providerError("Observe", err)
 	}
-	st.Phase = v1.PhaseDeleting
+	ps.setCondition(CondCredentials, metav1.ConditionTrue, v1.ReasonAccepted, "The provider accepted the credentials.")
 	gone, err := sess.Delete(ctx, c, obs)
 	if err != nil && !retryNextPass(err) {
 		return ps.providerError("Delete", err)

@@ -7,12 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/cli"
+	"github.com/droverhq/drover/internal/hosted"
 )
 
 func kubeconfigFile(t *testing.T) string {
@@ -116,4 +120,44 @@ func TestCLIGetEveryProvider(t *testing.T) {
 			t.Errorf("list: %v\n%s", err, list)
 		}
 	})
+}
+
+// TestCLIDeleteWaitWithoutCredentials: deleting a created cluster whose credential Secret is gone
+// shows phase deleting and CredentialsValid=False, and `cluster delete --wait` says so at once
+// (exit 3) instead of waiting out --timeout; once the Secret is back the delete goes on.
+func TestCLIDeleteWaitWithoutCredentials(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := newEKSEnv(t)
+	kc := kubeconfigFile(t)
+	e.create(created("orphan"))
+	secret := &corev1.Secret{}
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "aws"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgmt.Client.Delete(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgmt.Client.Delete(ctx, e.get("orphan")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.reconcile("orphan"); err != nil {
+		t.Fatal(err)
+	}
+	c := e.get("orphan")
+	if c.Status.Phase != v1.PhaseDeleting || !condIs(c, hosted.CondCredentials, metav1.ConditionFalse) {
+		t.Fatalf("deleting without credentials: phase %q, conditions %+v", c.Status.Phase, c.Status.Conditions)
+	}
+	out, err := runCLI(t, "cluster", "delete", "orphan", "--wait", "--timeout", "5m", "--kubeconfig", kc, "-n", e.ns)
+	if cli.ExitCode(err) != cli.ExitNotReady || !strings.Contains(err.Error(), "CredentialsValid SecretNotFound") || !strings.Contains(err.Error(), "delete is pending") {
+		t.Fatalf("delete --wait without credentials: %v\n%s", err, out)
+	}
+	secret.ResourceVersion, secret.UID = "", ""
+	if err := mgmt.Client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	e.settle("orphan")
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "orphan"}, &v1.Cluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("cluster still there once its credentials are back: %v", err)
+	}
 }

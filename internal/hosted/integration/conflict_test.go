@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -67,6 +68,33 @@ func TestAdoptionAfterConflict(t *testing.T) {
 		}
 		if condIs(got, hosted.CondSynced, "False") {
 			t.Errorf("Synced=False after the adoption: %+v", got.Status.Conditions)
+		}
+	})
+}
+
+// TestConflictConditionEveryProvider: a tag (label) changed in the console and in drover since
+// the last sync sets Conflict=True naming the field and both values, drover's value is applied,
+// and the condition stays True through later passes until the config changes again, for every
+// provider: GKE's labels and AKS's tags are long-running updates, EKS's are synchronous.
+func TestConflictConditionEveryProvider(t *testing.T) {
+	t.Parallel()
+	forEachProvider(t, func(t *testing.T, h harness) {
+		e := newEnv(t, h)
+		e.create(h.created("both"))
+		h.consoleTag(t, "both", "team", "console")
+		e.simTime.Advance(simDelay)
+		e.editCluster("both", func(c *v1.Cluster) { h.setCfgTag(c, "team", "drover") })
+		got := e.settle("both")
+		if tags := h.tags(t, "both"); tags["team"] != "drover" {
+			t.Fatalf("provider's team = %q, want drover's value", tags["team"])
+		}
+		c := cond(got, hosted.CondConflict)
+		if c.Status != "True" || !strings.Contains(c.Message, "[team]") || !strings.Contains(c.Message, `"console"`) || !strings.Contains(c.Message, `"drover"`) {
+			t.Fatalf("Conflict condition %+v, want True naming the field and both values (events: %s)", c, e.events)
+		}
+		e.clock.Step(refresh + refresh/5)
+		if got = e.settle("both"); !condIs(got, hosted.CondConflict, "True") {
+			t.Errorf("Conflict cleared by a refresh: %+v", cond(got, hosted.CondConflict))
 		}
 	})
 }
