@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,7 +32,7 @@ func (c *createFlags) add(cmd *cobra.Command, credential string) {
 	f := cmd.Flags()
 	f.StringVar(&c.name, "name", "", "name of the drover Cluster object (required unless -f)")
 	f.StringVar(&c.credential, "credential", "", "Secret in the namespace with "+credential+" (required unless -f)")
-	f.StringVar(&c.version, "kubernetes-version", "", "Kubernetes version, e.g. 1.33 (default: the provider's)")
+	f.StringVar(&c.version, "kubernetes-version", "", "Kubernetes version, e.g. 1.33 (required unless -f)")
 	f.StringToStringVar(&c.tags, "tags", nil, "tags/labels on the cloud resources, e.g. team=platform,env=prod")
 	f.StringVarP(&c.file, "file", "f", "", "create from a Cluster manifest (YAML or JSON) instead of flags")
 	c.wait.add(cmd, "the cluster is active", 30*time.Minute)
@@ -41,7 +42,7 @@ func newClusterCreateCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create",
 		Short: "Create a hosted cluster (EKS, AKS, GKE) from flags or a manifest",
-		Example: `  drover cluster create eks --name prod --region us-west-2 --credential aws \
+		Example: `  drover cluster create eks --name prod --region us-west-2 --credential aws --kubernetes-version 1.32 \
     --service-role arn:aws:iam::123456789012:role/eks --subnets subnet-a,subnet-b \
     --node-role arn:aws:iam::123456789012:role/node --nodes 2 --wait
   drover cluster create gke -f staging.yaml --wait --timeout 20m`,
@@ -57,12 +58,12 @@ func newClusterCreateEKSCommand(k *kubeOptions) *cobra.Command {
 	var nodes int32
 	cmd := &cobra.Command{
 		Use: "eks", Short: "Create an EKS cluster", Args: cobra.NoArgs,
-		Example: `  drover cluster create eks --name prod --region us-west-2 --credential aws \
+		Example: `  drover cluster create eks --name prod --region us-west-2 --credential aws --kubernetes-version 1.32 \
     --service-role arn:aws:iam::123456789012:role/eks --subnets subnet-a,subnet-b \
     --node-role arn:aws:iam::123456789012:role/node --nodes 2 --wait`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := c.fromFile(func() (*v1.Cluster, error) {
-				if err := c.require(map[string]string{"--region": region}); err != nil {
+				if err := c.require(map[string]string{"--region": region, "--service-role": serviceRole, "--subnets": strings.Join(subnets, ",")}); err != nil {
 					return nil, err
 				}
 				cfg := &v1.EKSClusterConfig{DisplayName: displayName, Region: region, CredentialSecret: c.credential,
@@ -98,8 +99,8 @@ func newClusterCreateEKSCommand(k *kubeOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&region, "region", "", "AWS region, e.g. us-west-2 (required unless -f)")
 	f.StringVar(&displayName, "display-name", "", "EKS cluster name, if different from --name")
-	f.StringVar(&serviceRole, "service-role", "", "IAM role ARN of the control plane")
-	f.StringSliceVar(&subnets, "subnets", nil, "subnet IDs (at least two availability zones)")
+	f.StringVar(&serviceRole, "service-role", "", "IAM role ARN of the control plane (required unless -f)")
+	f.StringSliceVar(&subnets, "subnets", nil, "subnet IDs in at least two availability zones (required unless -f)")
 	f.StringSliceVar(&securityGroups, "security-groups", nil, "extra security group IDs")
 	f.Int32Var(&nodes, "nodes", 0, "size of a node group \"workers\" (0: no node group)")
 	f.StringVar(&nodeRole, "node-role", "", "IAM role ARN of the nodes")
@@ -109,11 +110,12 @@ func newClusterCreateEKSCommand(k *kubeOptions) *cobra.Command {
 
 func newClusterCreateAKSCommand(k *kubeOptions) *cobra.Command {
 	var c createFlags
-	var resourceGroup, location, clusterName, vmSize string
+	var resourceGroup, location, clusterName, vmSize, dnsPrefix string
 	var nodes int32
 	cmd := &cobra.Command{
 		Use: "aks", Short: "Create an AKS cluster", Args: cobra.NoArgs,
-		Example: `  drover cluster create aks --name prod --resource-group rg --location westeurope --credential azure --nodes 3 --wait`,
+		Example: `  drover cluster create aks --name prod --resource-group rg --location westeurope --credential azure \
+    --kubernetes-version 1.33 --nodes 3 --wait`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := c.fromFile(func() (*v1.Cluster, error) {
 				if err := c.require(map[string]string{"--resource-group": resourceGroup, "--location": location}); err != nil {
@@ -124,6 +126,10 @@ func newClusterCreateAKSCommand(k *kubeOptions) *cobra.Command {
 				if cfg.ClusterName == "" {
 					cfg.ClusterName = c.name
 				}
+				if dnsPrefix == "" {
+					dnsPrefix = cfg.ClusterName
+				}
+				cfg.DNSPrefix = ptr.To(dnsPrefix)
 				if c.version != "" {
 					cfg.KubernetesVersion = ptr.To(c.version)
 				}
@@ -147,7 +153,8 @@ func newClusterCreateAKSCommand(k *kubeOptions) *cobra.Command {
 	f.StringVar(&clusterName, "cluster-name", "", "AKS cluster name, if different from --name")
 	f.StringVar(&resourceGroup, "resource-group", "", "Azure resource group (required unless -f)")
 	f.StringVar(&location, "location", "", "Azure region, e.g. westeurope (required unless -f)")
-	f.Int32Var(&nodes, "nodes", 0, "size of a system node pool \"system\" (0: none)")
+	f.Int32Var(&nodes, "nodes", 1, "size of the system node pool \"system\" (AKS needs one)")
+	f.StringVar(&dnsPrefix, "dns-prefix", "", "prefix of the API server's host name (default: the AKS cluster name)")
 	f.StringVar(&vmSize, "vm-size", "", "VM size of the nodes (default: the provider's)")
 	return cmd
 }
@@ -158,7 +165,8 @@ func newClusterCreateGKECommand(k *kubeOptions) *cobra.Command {
 	var nodes int64
 	cmd := &cobra.Command{
 		Use: "gke", Short: "Create a GKE cluster", Args: cobra.NoArgs,
-		Example: `  drover cluster create gke --name prod --project acme --region europe-west1 --credential gcp --nodes 1 --wait`,
+		Example: `  drover cluster create gke --name prod --project acme --region europe-west1 --credential gcp \
+    --kubernetes-version 1.33 --nodes 1 --wait`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := c.fromFile(func() (*v1.Cluster, error) {
 				if err := c.require(map[string]string{"--project": project}); err != nil {
@@ -196,15 +204,16 @@ func newClusterCreateGKECommand(k *kubeOptions) *cobra.Command {
 	f.StringVar(&project, "project", "", "Google Cloud project ID (required unless -f)")
 	f.StringVar(&region, "region", "", "region of a regional cluster, e.g. europe-west1")
 	f.StringVar(&zone, "zone", "", "zone of a zonal cluster, e.g. europe-west1-b")
-	f.Int64Var(&nodes, "nodes", 0, "initial size of a node pool \"default-pool\" (0: none)")
+	f.Int64Var(&nodes, "nodes", 1, "initial size of the node pool \"default-pool\" (GKE Standard needs one)")
 	f.StringVar(&machineType, "machine-type", "", "machine type of the nodes (default: the provider's)")
 	return cmd
 }
 
 // require fails with a usage error when --name, --credential or one of more is empty.
 func (c *createFlags) require(more map[string]string) error {
-	more["--name"], more["--credential"] = c.name, c.credential
-	for _, flag := range []string{"--name", "--credential", "--region", "--resource-group", "--location", "--project"} {
+	more["--name"], more["--credential"], more["--kubernetes-version"] = c.name, c.credential, c.version
+	for _, flag := range []string{"--name", "--credential", "--region", "--resource-group", "--location", "--project", "--kubernetes-version",
+		"--service-role", "--subnets"} {
 		if v, ok := more[flag]; ok && v == "" {
 			return usageErrorf("%s is required (or pass -f FILE)", flag)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -160,6 +161,31 @@ func TestClusterCreateFromFileAndDelete(t *testing.T) {
 	}
 	if _, _, err := drover(t.Context(), "cluster", "create", "eks", "--name", "x", "--credential", "aws", "--kubeconfig", kc, "-n", ns); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--region") {
 		t.Errorf("create eks without --region: %v, want a usage error naming --region", err)
+	}
+	// Flags a create needs are named as flags, not as the spec fields they fill.
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"eks", "--region", "us-west-2"}, "--kubernetes-version"},
+		{[]string{"eks", "--region", "us-west-2", "--kubernetes-version", "1.33"}, "--service-role"},
+		{[]string{"eks", "--region", "us-west-2", "--kubernetes-version", "1.33", "--service-role", "arn:aws:iam::1:role/eks"}, "--subnets"},
+		{[]string{"aks", "--resource-group", "rg", "--location", "westeurope"}, "--kubernetes-version"},
+		{[]string{"gke", "--project", "acme", "--zone", "europe-west1-b"}, "--kubernetes-version"},
+	} {
+		args := append(append([]string{"cluster", "create"}, tc.args...), "--name", "x", "--credential", "c", "--kubeconfig", kc, "-n", ns)
+		if _, _, err := drover(t.Context(), args...); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), tc.flag+" is required") {
+			t.Errorf("create %v: %v, want a usage error naming %s", tc.args, err, tc.flag)
+		}
+	}
+	// AKS from flags alone: the DNS prefix defaults to the cluster name, one system pool.
+	if out, errOut, err := drover(t.Context(), "cluster", "create", "aks", "--name", "pay", "--resource-group", "rg", "--location", "westeurope",
+		"--credential", "azure", "--kubernetes-version", "1.33", "--kubeconfig", kc, "-n", ns); err != nil {
+		t.Fatalf("create aks: %v\n%s%s", err, out, errOut)
+	}
+	if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "pay"}, cl); err != nil || cl.Spec.AKSConfig == nil ||
+		ptr.Deref(cl.Spec.AKSConfig.DNSPrefix, "") != "pay" || len(cl.Spec.AKSConfig.NodePools) != 1 || ptr.Deref(cl.Spec.AKSConfig.NodePools[0].Count, 0) != 1 {
+		t.Errorf("created AKS Cluster: %v %+v", err, cl.Spec.AKSConfig)
 	}
 	out, _, err := drover(t.Context(), "cluster", "delete", "from-file", "--wait", "--timeout", "20s", "--kubeconfig", kc, "-n", ns)
 	if err != nil || !strings.Contains(out, "cluster "+ns+"/from-file: deleted") {
