@@ -22,16 +22,21 @@ export DROVER_KUBE_BIN_DIR  := $(KUBE_BIN)
 GO_TEST_FLAGS ?= -race -timeout 30m
 
 # drover's version: the tag on HEAD (v1.2.3), else the nearest tag plus commits
-# (v1.2.3-4-gabcdef), else v0.0.0-dev. Agents default to the image of this version.
-VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-dev)
+# (v1.2.3-4-gabcdef), else v0.0.0-dev-<short commit> (v0.0.0-dev outside git), with -dirty for
+# uncommitted changes. Agents default to the image of this version, so each commit gets its own
+# tag: an IfNotPresent pull does not reuse another commit's image.
+VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || \
+	{ sha=$$(git rev-parse --short HEAD 2>/dev/null) && echo "v0.0.0-dev-$$sha$$(git diff --quiet HEAD -- 2>/dev/null || echo -dirty)"; } || \
+	echo v0.0.0-dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null; test $$? -eq 1 && echo -dirty)
 LDFLAGS := -X github.com/droverhq/drover/internal/version.Version=$(VERSION) -X github.com/droverhq/drover/internal/version.Commit=$(COMMIT)
 
 ##@ General
 
+# awk reads this file unexpanded: $(VERSION) in a target's text is replaced by its value.
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk -v version='$(VERSION)' 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_0-9-]+:.*?##/ { gsub(/\$$\(VERSION\)/, version, $$2); printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Development
 
@@ -60,6 +65,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRD manifests and the ser
 	@if [ -d charts/drover ]; then mkdir -p charts/drover/files && cp config/rbac/role.yaml charts/drover/files/rbac-role.yaml; fi
 	@# ... and the ClusterRoles for people from this copy (userRoles.enabled).
 	@if [ -d charts/drover ]; then cp config/rbac/user_roles.yaml charts/drover/files/rbac-user-roles.yaml; fi
+	@# ... and the admission policy that limits the server's own identity from this copy.
+	@if [ -d charts/drover ]; then cp config/rbac/server_limits.yaml charts/drover/files/server-limits.yaml; fi
 	@# ... and ships the Grafana dashboard from this copy (grafanaDashboard.enabled).
 	@if [ -d charts/drover ]; then cp config/grafana/drover.json charts/drover/files/grafana-dashboard.json; fi
 	@# ... and its alerting rules (prometheusRule.enabled).
@@ -86,7 +93,7 @@ build: ## Build bin/drover.
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 
 .PHONY: image
-image: ## Build drover's image offline into bin/drover-image.tar (docker load -i; tag: $(VERSION), non-root, reproducible).
+image: ## Build drover's image offline into bin/drover-image.tar (docker load -i; tag: $(VERSION); IMAGE_ARCH=arm64 for another arch; non-root, reproducible).
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/linux-$(IMAGE_ARCH)/drover ./cmd/drover
 	$(GO) run ./hack/image --binary $(BIN)/linux-$(IMAGE_ARCH)/drover --tag $(VERSION) --commit $(COMMIT) --arch $(IMAGE_ARCH) --output $(BIN)/drover-image.tar
 

@@ -2,6 +2,7 @@ package charts
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -169,7 +170,7 @@ func TestDroverChartValues(t *testing.T) {
 	const ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 	vals := map[string]any{
 		"image": "registry.example.com/drover:v9", "agentImage": "registry.example.com/drover-agent:v9",
-		"replicas": 3, "installCRDs": false, "leaderElection": false, "registerLocal": false,
+		"replicas": 3, "installCRDs": false, "registerLocal": false,
 		"apiServerURL": "https://mgmt.example.com:6443", "apiServerCA": ca, "podAntiAffinity": "hard",
 		"extraArgs": []any{"--hosted-workers=16"},
 		"metrics":   map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}},
@@ -180,7 +181,7 @@ func TestDroverChartValues(t *testing.T) {
 	if *d.Spec.Replicas != 3 || ctr.Image != "registry.example.com/drover:v9" {
 		t.Errorf("replicas %d image %s", *d.Spec.Replicas, ctr.Image)
 	}
-	for _, arg := range []string{"--install-crds=false", "--leader-elect=false", "--register-local=false",
+	for _, arg := range []string{"--install-crds=false", "--leader-elect=true", "--register-local=false",
 		"--agent-image=registry.example.com/drover-agent:v9", "--hosted-workers=16"} {
 		if !slices.Contains(ctr.Args, arg) {
 			t.Errorf("args %v lack %s", ctr.Args, arg)
@@ -261,11 +262,9 @@ func TestDroverChartGrafanaDashboard(t *testing.T) {
 	}
 }
 
-// TestDroverChartWebhook: webhook.enabled makes the server receive Git push webhooks on
-// webhook.port (with the named Secret) and exposes them through Service drover-webhook; off by
-// default.
-// TestDroverChartDashboard: the dashboard is on by default behind a ClusterIP Service, can be
-// turned off, and serves HTTPS from a TLS Secret when one is named.
+// TestDroverChartDashboard: the dashboard is off by default (viewers paste tokens into it, and
+// without TLS it is plain HTTP); turned on it is served behind a ClusterIP Service, over HTTPS
+// from a TLS Secret when one is named.
 func TestDroverChartDashboard(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -275,9 +274,9 @@ func TestDroverChartDashboard(t *testing.T) {
 		tls      string
 		portName string
 	}{
-		{name: "default on", port: 8082, portName: "http"},
-		{name: "off", vals: map[string]any{"dashboard": map[string]any{"enabled": false}}},
-		{name: "port and TLS", vals: map[string]any{"dashboard": map[string]any{"port": 9443, "tls": map[string]any{"secretName": "ui-cert"}}},
+		{name: "default off"},
+		{name: "on", vals: map[string]any{"dashboard": map[string]any{"enabled": true}}, port: 8082, portName: "http"},
+		{name: "port and TLS", vals: map[string]any{"dashboard": map[string]any{"enabled": true, "port": 9443, "tls": map[string]any{"secretName": "ui-cert"}}},
 			port: 9443, tls: "ui-cert", portName: "https"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -324,6 +323,9 @@ func TestDroverChartDashboard(t *testing.T) {
 	}
 }
 
+// TestDroverChartWebhook: webhook.enabled makes the server receive Git push webhooks on
+// webhook.port (with the named Secret) and exposes them through Service drover-webhook; off by
+// default.
 func TestDroverChartWebhook(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -378,7 +380,9 @@ func TestDroverChartWebhook(t *testing.T) {
 
 // TestDroverChartPrometheusRule: prometheusRule.enabled renders PrometheusRule drover with the
 // rule groups of config/prometheus/drover-alerts.yaml as its spec, unchanged (no template
-// evaluation of the alerts' own {{ $value }}), with extra labels; off by default.
+// evaluation of the alerts' own {{ $value }}), with extra labels; off by default. Without the
+// ServiceMonitor nothing scrapes job drover-metrics and DroverDown would fire forever, so that
+// is refused unless the user says their own scrape uses that job.
 func TestDroverChartPrometheusRule(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile("../config/prometheus/drover-alerts.yaml")
@@ -395,7 +399,10 @@ func TestDroverChartPrometheusRule(t *testing.T) {
 		on   bool
 	}{
 		{"default off", nil, false},
-		{"enabled", map[string]any{"prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}}, true},
+		{"enabled", map[string]any{"prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
+			"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}}, true},
+		{"own scrape config", map[string]any{"prometheusRule": map[string]any{"enabled": true, "allowWithoutServiceMonitor": true,
+			"labels": map[string]any{"release": "prometheus"}}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -480,6 +487,224 @@ func TestDroverChartUserRoles(t *testing.T) {
 				}
 				if got.Labels["app.kubernetes.io/name"] != "drover" {
 					t.Errorf("%s lacks the chart's labels: %v", name, got.Labels)
+				}
+			}
+		})
+	}
+}
+
+// TestDroverChartPodDisruptionBudget: with two replicas the PDB keeps one running through node
+// drains; with one it is not rendered, as minAvailable 1 of 1 would allow no eviction and block
+// every drain.
+func TestDroverChartPodDisruptionBudget(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name         string
+		vals         map[string]any
+		minAvailable int // 0: no PDB
+	}{
+		{"default two replicas", nil, 1},
+		{"one replica", map[string]any{"replicas": 1}, 0},
+		{"three replicas, two available", map[string]any{"replicas": 3, "podDisruptionBudget": map[string]any{"minAvailable": 2}}, 2},
+		{"disabled", map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lint(t, "drover", ns, tc.vals)
+			objs := mustRender(t, load(t, "drover"), ns, tc.vals)
+			u, ok := objs["PodDisruptionBudget/"+ns+"/drover"]
+			if tc.minAvailable == 0 {
+				if ok {
+					t.Fatalf("PDB rendered: %v", u.Object["spec"])
+				}
+				return
+			}
+			if !ok {
+				t.Fatal("no PDB")
+			}
+			if pdb := into[policyv1.PodDisruptionBudget](t, u); pdb.Spec.MinAvailable.IntValue() != tc.minAvailable {
+				t.Errorf("minAvailable %v, want %d", pdb.Spec.MinAvailable, tc.minAvailable)
+			}
+		})
+	}
+}
+
+// TestDroverChartSingleReplica: leader election may be turned off for a single replica.
+func TestDroverChartSingleReplica(t *testing.T) {
+	t.Parallel()
+	vals := map[string]any{"replicas": 1, "leaderElection": false}
+	lint(t, "drover", ns, vals)
+	_, ctr := serverContainer(t, mustRender(t, load(t, "drover"), ns, vals))
+	if !slices.Contains(ctr.Args, "--leader-elect=false") {
+		t.Errorf("args %v lack --leader-elect=false", ctr.Args)
+	}
+}
+
+// TestDroverChartRefusedCombinations: values that would install a drover that fights itself,
+// blocks node drains, cannot be upgraded or alerts forever are refused at install, naming the
+// values to change.
+func TestDroverChartRefusedCombinations(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		vals map[string]any
+		want []string
+	}{
+		{"two replicas without leader election", map[string]any{"leaderElection": false},
+			[]string{"leaderElection=false", "replicas=2"}},
+		{"minAvailable of every replica", map[string]any{"replicas": 2, "podDisruptionBudget": map[string]any{"minAvailable": 2}},
+			[]string{"podDisruptionBudget.minAvailable=2", "replicas=2"}},
+		// A duplicate selector label renders, then fails the upgrade: "selector does not match template labels".
+		{"podLabels overriding the selector's name", map[string]any{"podLabels": map[string]any{"app.kubernetes.io/name": "x"}},
+			[]string{"podLabels.app.kubernetes.io/name"}},
+		{"podLabels overriding the selector's instance", map[string]any{"podLabels": map[string]any{"team": "a", "app.kubernetes.io/instance": "x"}},
+			[]string{"podLabels.app.kubernetes.io/instance"}},
+		{"PrometheusRule without ServiceMonitor", map[string]any{"prometheusRule": map[string]any{"enabled": true}},
+			[]string{"prometheusRule.enabled", "metrics.serviceMonitor.enabled=true", "prometheusRule.allowWithoutServiceMonitor=true", `job="drover-metrics"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := render(t, load(t, "drover"), ns, tc.vals)
+			if err == nil {
+				t.Fatalf("values %v rendered, want them refused", tc.vals)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestDroverChartPodLabels: extra pod labels sit beside the selector's, which stay as they are.
+func TestDroverChartPodLabels(t *testing.T) {
+	t.Parallel()
+	vals := map[string]any{"podLabels": map[string]any{"team": "platform"}}
+	lint(t, "drover", ns, vals)
+	d, _ := serverContainer(t, mustRender(t, load(t, "drover"), ns, vals))
+	want := map[string]string{"team": "platform"}
+	for k, v := range d.Spec.Selector.MatchLabels {
+		want[k] = v
+	}
+	if got := d.Spec.Template.Labels; !reflect.DeepEqual(got, want) {
+		t.Errorf("pod labels %v, want %v", got, want)
+	}
+}
+
+// TestDroverChartAffinity: a user's affinity (a nodeAffinity, say) is merged with the chart's
+// podAntiAffinity, which it replaces only when it sets a podAntiAffinity of its own.
+func TestDroverChartAffinity(t *testing.T) {
+	t.Parallel()
+	nodeAffinity := map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
+			map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "DoesNotExist"}}}}}}
+	ownAnti := map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{"weight": 10,
+		"podAffinityTerm": map[string]any{"topologyKey": "topology.kubernetes.io/zone", "labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "drover"}}}}}}
+	for _, tc := range []struct {
+		name             string
+		vals             map[string]any
+		node             bool
+		required, prefer string // topologyKey of the one anti-affinity term expected, "" for none
+	}{
+		{"default soft", nil, false, "", "kubernetes.io/hostname"},
+		{"nodeAffinity keeps hard", map[string]any{"podAntiAffinity": "hard", "affinity": map[string]any{"nodeAffinity": nodeAffinity}},
+			true, "kubernetes.io/hostname", ""},
+		{"nodeAffinity keeps soft", map[string]any{"affinity": map[string]any{"nodeAffinity": nodeAffinity}},
+			true, "", "kubernetes.io/hostname"},
+		{"own podAntiAffinity wins", map[string]any{"podAntiAffinity": "hard", "affinity": map[string]any{"nodeAffinity": nodeAffinity, "podAntiAffinity": ownAnti}},
+			true, "", "topology.kubernetes.io/zone"},
+		{"no podAntiAffinity", map[string]any{"podAntiAffinity": "", "affinity": map[string]any{"nodeAffinity": nodeAffinity}},
+			true, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lint(t, "drover", ns, tc.vals)
+			d, _ := serverContainer(t, mustRender(t, load(t, "drover"), ns, tc.vals))
+			a := d.Spec.Template.Spec.Affinity
+			if a == nil {
+				t.Fatal("no affinity")
+			}
+			if (a.NodeAffinity != nil) != tc.node {
+				t.Errorf("nodeAffinity %+v, want it: %t", a.NodeAffinity, tc.node)
+			}
+			var required, prefer []string
+			if pa := a.PodAntiAffinity; pa != nil {
+				for _, term := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+					required = append(required, term.TopologyKey)
+					if !reflect.DeepEqual(term.LabelSelector.MatchLabels, d.Spec.Selector.MatchLabels) {
+						t.Errorf("required term selects %v", term.LabelSelector.MatchLabels)
+					}
+				}
+				for _, term := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+					prefer = append(prefer, term.PodAffinityTerm.TopologyKey)
+				}
+			}
+			if want := nonEmpty(tc.required); !reflect.DeepEqual(required, want) {
+				t.Errorf("required anti-affinity %v, want %v", required, want)
+			}
+			if want := nonEmpty(tc.prefer); !reflect.DeepEqual(prefer, want) {
+				t.Errorf("preferred anti-affinity %v, want %v", prefer, want)
+			}
+		})
+	}
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// TestDroverChartNotes: what `helm install` prints: how to check drover runs, how to reach the
+// dashboard when it is on, and warnings for an unset image or apiServerURL.
+func TestDroverChartNotes(t *testing.T) {
+	t.Parallel()
+	const (
+		check       = "drover check"
+		noURL       = "WARNING: apiServerURL is empty"
+		devImage    = "WARNING: image is not set"
+		forward     = "port-forward svc/drover-dashboard"
+		plain       = "plain HTTP"
+		workstation = "`drover dashboard` on your machine"
+	)
+	set := map[string]any{"image": "registry.example.com/drover:v1", "apiServerURL": "https://mgmt.example.com:6443"}
+	with := func(extra map[string]any) map[string]any {
+		out := maps.Clone(set)
+		maps.Copy(out, extra)
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		vals      map[string]any
+		want, not []string
+	}{
+		{"defaults", nil, []string{check, noURL, devImage, workstation}, []string{forward}},
+		{"configured", set, []string{check, workstation}, []string{noURL, devImage, forward}},
+		{"dashboard over HTTP", with(map[string]any{"dashboard": map[string]any{"enabled": true}}),
+			[]string{forward + " 8082", "http://127.0.0.1:8082", plain}, []string{noURL, workstation}},
+		{"dashboard over HTTPS", with(map[string]any{"dashboard": map[string]any{"enabled": true, "port": 9443, "tls": map[string]any{"secretName": "ui-cert"}}}),
+			[]string{forward + " 9443", "https://127.0.0.1:9443"}, []string{plain}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			files, err := renderFiles(load(t, "drover"), ns, tc.vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes, ok := files["drover/templates/NOTES.txt"]
+			if !ok {
+				t.Fatal("no NOTES.txt")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(notes, w) {
+					t.Errorf("NOTES lack %q:\n%s", w, notes)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(notes, n) {
+					t.Errorf("NOTES have %q:\n%s", n, notes)
 				}
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"helm.sh/helm/v4/pkg/cli"
 	"helm.sh/helm/v4/pkg/kube"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,6 +38,7 @@ import (
 
 	"github.com/droverhq/drover/internal/crds"
 	"github.com/droverhq/drover/internal/registration/config"
+	"github.com/droverhq/drover/internal/server"
 	"github.com/droverhq/drover/test/envtest"
 )
 
@@ -117,13 +121,39 @@ func TestDroverChartInstallUninstall(t *testing.T) {
 		return nil
 	})
 
+	// drover server ran against this cluster before (drover server --kubeconfig, the README's
+	// quickstart): it wrote the registration ConfigMap the chart also makes, so helm install
+	// refuses it until it is handed to the release as docs/install.md says.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.PublishRegistrationEndpoint(ctx, c, server.RegistrationEndpoint{URL: "https://old.example.com:6443"}); err != nil {
+		t.Fatal(err)
+	}
+
 	// helm install drover charts/drover -n drover-system --create-namespace --set apiServerURL=...
-	hc := helmConfig(t, cl, ns)
-	install := action.NewInstall(hc)
-	install.ReleaseName, install.Namespace, install.CreateNamespace = "drover", ns, true
-	install.WaitStrategy, install.Timeout = kube.HookOnlyStrategy, time.Minute
 	const url = "https://mgmt.example.com:6443"
-	if _, err := install.RunWithContext(ctx, load(t, "drover"), map[string]any{"apiServerURL": url}); err != nil {
+	vals := map[string]any{"apiServerURL": url, "dashboard": map[string]any{"enabled": true}}
+	helmInstall := func(forceConflicts bool) error {
+		install := action.NewInstall(helmConfig(t, cl, ns))
+		install.ReleaseName, install.Namespace, install.CreateNamespace = "drover", ns, true
+		install.ForceConflicts = forceConflicts
+		install.WaitStrategy, install.Timeout = kube.HookOnlyStrategy, time.Minute
+		_, err := install.RunWithContext(ctx, load(t, "drover"), vals)
+		return err
+	}
+	if err := helmInstall(false); err == nil || !strings.Contains(err.Error(), "invalid ownership metadata") {
+		t.Fatalf("helm install over drover server's ConfigMap: %v, want invalid ownership metadata", err)
+	}
+	adopt := &corev1.ConfigMap{ObjectMeta: objMeta(config.DefaultNamespace, config.DefaultName)}
+	if err := c.Patch(ctx, adopt, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{
+		"labels":{"app.kubernetes.io/managed-by":"Helm"},
+		"annotations":{"meta.helm.sh/release-name":"drover","meta.helm.sh/release-namespace":"drover-system"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	// Helm 4 applies server-side: the apiServerURL drover server wrote stays its field unless
+	// forced (a conflict, and a failed release to uninstall).
+	if err := helmInstall(true); err != nil {
 		t.Fatalf("helm install: %v", err)
 	}
 
@@ -215,6 +245,9 @@ func TestDroverChartInstallUninstall(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "drover-metrics"}, svc); err != nil || svc.Spec.Ports[0].Name != "metrics" {
 		t.Errorf("metrics Service %+v: %v", svc.Spec, err)
 	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "drover-dashboard"}, svc); err != nil || svc.Spec.Ports[0].Name != "http" {
+		t.Errorf("dashboard Service %+v: %v", svc.Spec, err)
+	}
 	cm := &corev1.ConfigMap{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: config.DefaultNamespace, Name: config.DefaultName}, cm); err != nil || cm.Data[config.KeyAPIServerURL] != url {
 		t.Errorf("registration ConfigMap %v: %v", cm.Data, err)
@@ -237,6 +270,19 @@ func TestDroverChartInstallUninstall(t *testing.T) {
 	if err := crds.InstallPolicies(ctx, sac); err != nil {
 		t.Fatalf("install the admission policy as drover-system/drover: %v", err)
 	}
+	// The chart's admission policy keeps the ServiceAccount's cluster-wide token right to drover's
+	// own identities: no token of kube-system's controllers for it.
+	sacs, err := kubernetes.NewForConfig(sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, 30*time.Second, func() error {
+		_, err := sacs.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "clusterrole-aggregation-controller", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only for its own identities") {
+			return fmt.Errorf("token of kube-system/clusterrole-aggregation-controller as drover-system/drover: %v, want refused by drover-server-credentials", err)
+		}
+		return nil
+	})
 	crdNames := droverCRDs(ctx, t, c)
 	if len(crdNames) == 0 {
 		t.Fatal("no drover CRDs after the server's install")
@@ -284,7 +330,8 @@ func leftovers(ctx context.Context, c client.Client) error {
 		&rbacv1.ClusterRoleBinding{ObjectMeta: objMeta("", "drover-local-agent")}, &rbacv1.Role{ObjectMeta: objMeta(ns, "drover-manager")},
 		&rbacv1.RoleBinding{ObjectMeta: objMeta(ns, "drover-manager")}, &corev1.ServiceAccount{ObjectMeta: objMeta(ns, "drover")},
 		&appsv1.Deployment{ObjectMeta: objMeta(ns, "drover")}, &policyv1.PodDisruptionBudget{ObjectMeta: objMeta(ns, "drover")},
-		&corev1.Service{ObjectMeta: objMeta(ns, "drover-metrics")}, &corev1.ConfigMap{ObjectMeta: objMeta(ns, config.DefaultName)},
+		&corev1.Service{ObjectMeta: objMeta(ns, "drover-metrics")}, &corev1.Service{ObjectMeta: objMeta(ns, "drover-dashboard")},
+		&corev1.ConfigMap{ObjectMeta: objMeta(ns, config.DefaultName)},
 	} {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err == nil {
 			errs = append(errs, fmt.Errorf("%T %s/%s remains", o, o.GetNamespace(), o.GetName()))

@@ -44,14 +44,20 @@ func load(t *testing.T, name string) *chart.Chart {
 	return c
 }
 
-// render is `helm template` into namespace: the objects by "Kind/namespace/name".
-func render(t *testing.T, c *chart.Chart, namespace string, vals map[string]any) (map[string]*unstructured.Unstructured, error) {
-	t.Helper()
+// renderFiles is `helm template` into namespace: every rendered template (NOTES.txt included) by
+// its path ("drover/templates/deployment.yaml").
+func renderFiles(c *chart.Chart, namespace string, vals map[string]any) (map[string]string, error) {
 	rv, err := chartutil.ToRenderValues(c, vals, common.ReleaseOptions{Name: c.Name(), Namespace: namespace, IsInstall: true}, common.DefaultCapabilities)
 	if err != nil {
 		return nil, err
 	}
-	files, err := engine.Render(c, rv)
+	return engine.Render(c, rv)
+}
+
+// render is `helm template` into namespace: the objects by "Kind/namespace/name".
+func render(t *testing.T, c *chart.Chart, namespace string, vals map[string]any) (map[string]*unstructured.Unstructured, error) {
+	t.Helper()
+	files, err := renderFiles(c, namespace, vals)
 	if err != nil {
 		return nil, err
 	}
