@@ -236,6 +236,8 @@ type loginData struct {
 	Next      string
 	Error     string
 	Namespace string
+	// KeyNeeded: local mode without the access key (the page says where the URL was printed).
+	KeyNeeded bool
 }
 
 func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
@@ -254,7 +256,7 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) localKey(w http.ResponseWriter, r *http.Request) {
 	key := r.URL.Query().Get("key")
 	if subtle.ConstantTimeCompare([]byte(key), []byte(h.opts.AccessKey)) != 1 {
-		d := loginData{Error: "Open the dashboard with the URL `drover dashboard` printed: it carries the access key."}
+		d := loginData{KeyNeeded: true}
 		h.render(w, r, http.StatusUnauthorized, "login", &layoutData{Title: "Access key needed", Mode: "local"}, d)
 		return
 	}

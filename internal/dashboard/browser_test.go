@@ -168,13 +168,15 @@ func (tb *tab) signIn(base, token, namespace string) {
 func markedCluster(t *testing.T, ns string) *managementv1alpha1.Cluster {
 	t.Helper()
 	config := managementv1alpha1.EKSClusterConfig{DisplayName: "shop", Region: "us-west-2", CredentialSecret: "aws",
-		Tags: map[string]string{"owner": "terraform", "env": "qa"}, LoggingTypes: []string{"api", "audit"}, PrivateAccess: ptr.To(false)}
+		Tags: map[string]string{"owner": "terraform", "env": "qa"}, LoggingTypes: []string{"api", "audit"}, PrivateAccess: ptr.To(false),
+		// Values as long as real ones, without a place to break: the page must fit them.
+		ServiceRole: ptr.To("arn:aws:iam::123456789012:role/EksClusterServiceRoleForShop")}
 	c := &managementv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"},
 		Spec: managementv1alpha1.ClusterSpec{SyncPolicy: managementv1alpha1.SyncPolicyAdopt, EKSConfig: config.DeepCopy()}}
 	createAll(t, c)
 	upstream := config.DeepCopy()
 	upstream.KubernetesVersion, upstream.PublicAccess = ptr.To("1.32"), ptr.To(true)
-	upstream.Subnets, upstream.ServiceRole = []string{"subnet-a", "subnet-b"}, ptr.To("arn:aws:iam::123456789012:role/eks")
+	upstream.Subnets = []string{"subnet-0a1b2c3d4e5f60718", "subnet-0b2c3d4e5f6071829", "subnet-0c3d4e5f607182930"}
 	upstream.NodeGroups = []managementv1alpha1.EKSNodeGroup{{Name: "ng-1", DesiredSize: ptr.To[int32](3), MinSize: ptr.To[int32](1),
 		MaxSize: ptr.To[int32](5), InstanceType: ptr.To("m5.large")}}
 	now := metav1.Now()
@@ -245,6 +247,9 @@ func TestBrowser(t *testing.T) {
 	t.Run("cluster page marks", func(t *testing.T) {
 		op.t = t
 		op.open(srv.URL+"/hosted/"+ns+"/shop", "#fields", "hosted-cluster")
+		if got := op.eval(`(() => { const e = document.documentElement; return e.scrollWidth > e.clientWidth ? e.scrollWidth + " > " + e.clientWidth : "" })()`); got != "" {
+			t.Errorf("the hosted cluster page scrolls sideways: %s px", got)
+		}
 		for field, marks := range map[string]string{
 			"eksConfig.tags[owner]":              "managed",
 			"eksConfig.tags[env]":                "managed conflict",
@@ -295,6 +300,9 @@ func TestBrowser(t *testing.T) {
 		page = rs.open(srv.URL+"/hosted"+q, "#hosted", "")
 		mustContain(t, page, ns+"/web")
 		mustNotContain(t, page, "secret-project")
+		// The BundleDeployments live in the clusters' namespaces, which this viewer may not read.
+		page = rs.open(srv.URL+"/bundles"+q, "#matrix", "restricted-bundles")
+		mustContain(t, page, `id="unreadable"`, `data-state="unknown"`)
 		page = rs.open(srv.URL+"/hosted/"+ns+"/web", "#refresh-not-allowed", "restricted-cluster")
 		mustNotContain(t, page, `id="refresh-now"`)
 		// Posting the refresh anyway, from the page with its form token: the API server refuses

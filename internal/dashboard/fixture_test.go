@@ -171,7 +171,9 @@ func newFleet(t testing.TB, ns string) *fleet {
 	setStatus(t, f.migration)
 
 	createAll(t, warningEvent(ns, "data-conflict", corev1.ObjectReference{APIVersion: "management.drover.io/v1alpha1", Kind: "Cluster",
-		Namespace: ns, Name: "data", UID: f.data.UID}, "Conflict", "gkeConfig.labels[a] was changed both in drover and at the provider"))
+		Namespace: ns, Name: "data", UID: f.data.UID}, "Conflict", "gkeConfig.labels[a] was changed both in drover and at the provider"),
+		warningEvent(ns, "move-prod-slow", corev1.ObjectReference{APIVersion: migrationv1alpha1.GroupVersion.String(), Kind: "CloudProviderMigration",
+			Namespace: ns, Name: "move-prod", UID: f.migration.UID}, "StepSlow", "node cp-1 is not unschedulable yet"))
 	return f
 }
 

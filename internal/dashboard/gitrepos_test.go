@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -76,4 +77,35 @@ func TestPauseGitRepoFromDashboard(t *testing.T) {
 		t.Fatalf("resume: status %d, paused %t", status, paused())
 	}
 	mustNotContain(t, operator.page("/gitrepos"), `data-paused="`+apps+`"`)
+}
+
+// TestPausedGitRepoIsNoError: a paused GitRepo (Synced=False, reason Paused, as the GitRepo
+// controller writes it) shows a neutral note, not an error box, naming the commit that stays
+// deployed, or saying that nothing was fetched yet.
+func TestPausedGitRepoIsNoError(t *testing.T) {
+	t.Parallel()
+	ns := mgmt.Namespace(t)
+	newFleet(t, ns) // infra: paused, with a deployed commit
+	fresh := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fresh"},
+		Spec: fleetv1alpha1.GitRepoSpec{Repo: "https://git.example.com/org/fresh.git", Branch: "main", Paused: true}}
+	createAll(t, fresh)
+	fresh.Status.Conditions = []metav1.Condition{gen(cond(fleetv1alpha1.ConditionSynced, "False", fleetv1alpha1.ReasonPaused,
+		"spec.paused is set: nothing is fetched; the Bundles of commit (none) stay deployed"), fresh.Generation)}
+	setStatus(t, fresh)
+	b := newBrowser(t, serverDashboard(t))
+	b.signIn(clusterViewer(t, ns, "viewer"), "")
+	sections := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?s)<section class="gitrepo" data-gitrepo="([^"]+)".*?</section>`).FindAllStringSubmatch(b.page("/gitrepos?namespace="+ns), -1) {
+		sections[m[1]] = m[0]
+	}
+	for name, want := range map[string]string{
+		"fresh": "and nothing was fetched yet.",
+		"infra": `the Bundles of commit <code title="fedcba9876543210fedcba9876543210fedcba98">fedcba987654</code> stay deployed.`,
+	} {
+		s := sections[ns+"/"+name]
+		mustContain(t, s, "data-paused-note", want)
+		mustNotContain(t, s, "notice bad", "(none)")
+	}
+	// A GitRepo that fails to sync still shows its error.
+	mustContain(t, sections[ns+"/apps"], `class="notice bad msg" data-condition="Synced"`)
 }

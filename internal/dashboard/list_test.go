@@ -53,7 +53,7 @@ func TestDecodeList(t *testing.T) {
 		{"bundledeployments", f.edge1.Status.Namespace, &fleetv1alpha1.BundleDeploymentList{}, 2},
 		{"bundledeployments", ns, &fleetv1alpha1.BundleDeploymentList{}, 1},
 		{"migrations", ns, &migrationv1alpha1.CloudProviderMigrationList{}, 1},
-		{"events", ns, &corev1.EventList{}, 1},
+		{"events", ns, &corev1.EventList{}, 2},
 	} {
 		t.Run(tc.kind+" in "+tc.ns, func(t *testing.T) {
 			raw, err := rc.Get().AbsPath(dashboard.KindURL(tc.kind, tc.ns)).SetHeader("Accept", "application/json").DoRaw(t.Context())

@@ -130,6 +130,16 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, err error) {
 		h.localKey(w, r)
 		return
 	}
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		// An API client, not a browser: a sign-in page would not help it.
+		msg := "The management API server did not accept the bearer token of the Authorization header."
+		if !strings.HasPrefix(auth, "Bearer ") {
+			msg = "The dashboard takes an Authorization header of the form: Bearer TOKEN."
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="drover dashboard"`)
+		http.Error(w, msg, http.StatusUnauthorized)
+		return
+	}
 	q := url.Values{"next": {r.URL.RequestURI()}}
 	if errors.Is(err, errUnauthorized) {
 		setCookie(w, r, sessionCookie, "", -1)
@@ -265,7 +275,7 @@ func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *s
 			d.MigrationsRunning++
 		}
 	}
-	d.Events = eventRows(events, 20)
+	d.Events = eventRows(events, 20, s.namespace)
 	return "overview", d, nil
 }
 
@@ -402,7 +412,7 @@ func (h *Handler) hostedCluster(ctx context.Context, r *http.Request, v *viewer,
 		}
 		d.Fields, d.NotRead = rows, notRead
 	}
-	d.Timeline = eventRows(events, 0)
+	d.Timeline = eventRows(events, 0, "")
 	allowed, err := canPatch(ctx, v, c)
 	if err != nil {
 		return "", nil, err
@@ -455,7 +465,11 @@ func (h *Handler) refreshNow(w http.ResponseWriter, r *http.Request, v *viewer) 
 	if patchFailed(w, err, v, "refresh", "hosted cluster", ns, name) {
 		return
 	}
-	http.Redirect(w, r, "/hosted/"+url.PathEscape(ns)+"/"+url.PathEscape(name)+"?refreshed=1", http.StatusSeeOther)
+	q := url.Values{"refreshed": {"1"}}
+	if sel := selected(r); sel != "" {
+		q.Set("namespace", sel)
+	}
+	http.Redirect(w, r, "/hosted/"+url.PathEscape(ns)+"/"+url.PathEscape(name)+"?"+q.Encode(), http.StatusSeeOther)
 }
 
 // pausable is a kind the dashboard pauses and resumes, as drover bundle|gitrepo pause|resume do.
@@ -504,7 +518,7 @@ func (h *Handler) pause(p pausable) func(w http.ResponseWriter, r *http.Request,
 		}
 		// The page redirected to shows the pause, not the list from before it.
 		h.cache.awaitWrite(r.Context(), v, p.cacheKind, ns+"/"+name, obj.GetResourceVersion(), 2*time.Second)
-		http.Redirect(w, r, p.back, http.StatusSeeOther)
+		http.Redirect(w, r, p.back+nsQuery(selected(r)), http.StatusSeeOther)
 	}
 }
 
@@ -536,6 +550,8 @@ type fleetRow struct {
 	Agent           string
 	Labels          []string
 	Bundles         []cellData
+	// Unknown counts the Bundles whose state on the cluster the viewer may not read.
+	Unknown int
 }
 
 func listFleet(ctx context.Context, s *scope) ([]fleetv1alpha1.Cluster, listInfo, error) {
@@ -598,23 +614,33 @@ func (h *Handler) fleetList(ctx context.Context, _ *http.Request, _ *viewer, s *
 	if err != nil {
 		return "", nil, err
 	}
-	l.Lists = []listInfo{fi, bi, di}
+	l.Lists = []listInfo{fi, bi}
 	h.setWatch(l, watchOf("fleet", fi, ""), watchOf("bundles", bi, ""), watchOf("bundledeployments", di, ""))
-	m := newMatrix(clusters, bundles, bds)
+	m := newMatrix(clusters, bundles, bds, di)
 	now := h.opts.Now()
-	rows := make([]fleetRow, 0, len(clusters))
+	d := &fleetData{Unreadable: m.Unreadable, Rows: make([]fleetRow, 0, len(clusters))}
 	for _, c := range m.clusters {
 		row := fleetRow{Namespace: c.Namespace, Name: c.Name, LastSeen: ago(now, c.Status.Agent.LastSeen), Agent: manifests.AgentVersion(c),
 			Labels: labelList(c.Labels)}
 		row.State, row.StateMessage = connState(c), readyMessage(c)
 		for _, b := range m.columns {
-			if cell := m.cell(c, b); cell.State != "none" {
+			switch cell := m.cell(c, b); cell.State {
+			case "none":
+			case "unknown":
+				row.Unknown++
+			default:
 				row.Bundles = append(row.Bundles, cell)
 			}
 		}
-		rows = append(rows, row)
+		d.Rows = append(d.Rows, row)
 	}
-	return "fleet", rows, nil
+	return "fleet", d, nil
+}
+
+type fleetData struct {
+	Rows []fleetRow
+	// Unreadable counts the clusters whose BundleDeployments the viewer may not read.
+	Unreadable int
 }
 
 const (
@@ -653,6 +679,16 @@ type matrix struct {
 	bds map[string]map[string]*fleetv1alpha1.BundleDeployment
 	// agent bundles by cluster namespace/name.
 	agents map[string]*fleetv1alpha1.Bundle
+	// readable: the namespaces whose BundleDeployments were listed (nil: all of them).
+	readable map[string]bool
+	// Unreadable counts the clusters whose BundleDeployments the viewer may not read.
+	Unreadable int
+}
+
+// canRead reports whether c's BundleDeployments were listed, so that a missing one means
+// "not targeted". A cluster without a namespace yet has none.
+func (m *matrix) canRead(c *fleetv1alpha1.Cluster) bool {
+	return m.readable == nil || c.Status.Namespace == "" || m.readable[c.Status.Namespace]
 }
 
 type bundleColumn struct {
@@ -673,20 +709,33 @@ type bundleColumn struct {
 type cellData struct {
 	Bundle string
 	// State: ready, pending, outofdate, modified (drift), errapplied, notready, none (not
-	// targeted), unknown (the viewer may not read its BundleDeployment).
+	// targeted), unknown (the viewer may not read its BundleDeployment and the Bundle's summary
+	// does not name the cluster).
 	State   string
 	Label   string
 	Message string
+	// Hint is the tooltip when it is not the message: where an unread cell's state comes from.
+	Hint string
 	// DriftCorrected says the agent last re-applied drifted resources (correctDrift).
 	DriftCorrected string
 }
 
 func key(ns, name string) string { return ns + "/" + name }
 
-func newMatrix(clusters []fleetv1alpha1.Cluster, bundles []fleetv1alpha1.Bundle, bds []fleetv1alpha1.BundleDeployment) *matrix {
+// newMatrix builds the grid; di says where the BundleDeployments were listed.
+func newMatrix(clusters []fleetv1alpha1.Cluster, bundles []fleetv1alpha1.Bundle, bds []fleetv1alpha1.BundleDeployment, di listInfo) *matrix {
 	m := &matrix{bds: map[string]map[string]*fleetv1alpha1.BundleDeployment{}, agents: map[string]*fleetv1alpha1.Bundle{}}
+	if !di.All {
+		m.readable = map[string]bool{}
+		for _, ns := range di.Namespaces {
+			m.readable[ns] = true
+		}
+	}
 	for i := range clusters {
 		m.clusters = append(m.clusters, &clusters[i])
+		if !m.canRead(&clusters[i]) {
+			m.Unreadable++
+		}
 	}
 	sort.Slice(m.clusters, func(i, j int) bool {
 		return key(m.clusters[i].Namespace, m.clusters[i].Name) < key(m.clusters[j].Namespace, m.clusters[j].Name)
@@ -723,7 +772,7 @@ func newMatrix(clusters []fleetv1alpha1.Cluster, bundles []fleetv1alpha1.Bundle,
 
 var stateLabels = map[string]string{
 	"ready": "ready", "pending": "pending", "outofdate": "out of date", "modified": "drift", "errapplied": "apply failed",
-	"notready": "not ready", "none": "", "unknown": "?",
+	"notready": "not ready", "none": "", "unknown": "unknown", "dependencynotready": "waiting for a dependency",
 }
 
 func (m *matrix) cell(c *fleetv1alpha1.Cluster, col *bundleColumn) cellData {
@@ -747,14 +796,10 @@ func (m *matrix) cell(c *fleetv1alpha1.Cluster, col *bundleColumn) cellData {
 		if d := bd.Status.Display; d != nil {
 			cell.DriftCorrected = d.DriftCorrected
 		}
+	case !m.canRead(c):
+		cell = fromSummary(cell, b, c, col.Agent)
 	default:
-		// No readable BundleDeployment: the Bundle's own summary may name the cluster.
 		cell.State = "none"
-		for _, nr := range b.Status.Summary.NonReadyClusters {
-			if nr.Name == c.Name && b.Namespace == c.Namespace {
-				cell.State, cell.Message = strings.ToLower(nr.State), nr.Message
-			}
-		}
 	}
 	cell.Label = stateLabels[cell.State]
 	if cell.Label == "" && cell.State != "none" {
@@ -763,11 +808,41 @@ func (m *matrix) cell(c *fleetv1alpha1.Cluster, col *bundleColumn) cellData {
 	return cell
 }
 
+// fromSummary is the cell of a cluster whose BundleDeployments the viewer may not read: what
+// the Bundle's summary says of it. Its nonReadyClusters name up to 20 clusters with their state;
+// an agent Bundle targets its own cluster only, so its counts are that cluster's. Otherwise the
+// state is unknown, never "not targeted".
+func fromSummary(cell cellData, b *fleetv1alpha1.Bundle, c *fleetv1alpha1.Cluster, agent bool) cellData {
+	s := b.Status.Summary
+	for _, nr := range s.NonReadyClusters {
+		if nr.Name == c.Name && b.Namespace == c.Namespace {
+			cell.State, cell.Message = strings.ToLower(nr.State), nr.Message
+			cell.Hint = "From the Bundle's summary (you may not read this cluster's BundleDeployment)"
+			if nr.Message != "" {
+				cell.Hint += ": " + nr.Message
+			}
+			return cell
+		}
+	}
+	if agent && s.DesiredReady > 0 && s.Ready == s.DesiredReady {
+		cell.State, cell.Hint = "ready", "From the agent Bundle's summary (you may not read this cluster's BundleDeployment)"
+		return cell
+	}
+	cell.State = "unknown"
+	cell.Hint = fmt.Sprintf("Unknown: you may not read this cluster's BundleDeployments (namespace %s). The Bundle's summary: %d/%d clusters ready",
+		c.Status.Namespace, s.Ready, s.DesiredReady)
+	if s.DesiredReady > 0 && len(s.NonReadyClusters) == s.DesiredReady-s.Ready {
+		cell.Hint += "; it names every cluster not ready, and not this one: ready or not targeted"
+	}
+	return cell
+}
+
 type bundlesData struct {
 	Columns []*bundleColumn
 	Rows    []matrixRow
-	// Unreadable: the viewer may not list the BundleDeployments everywhere; cells may be blank.
-	Unreadable bool
+	// Unreadable counts the clusters whose BundleDeployments the viewer may not read: their
+	// cells come from the Bundles' summaries.
+	Unreadable int
 }
 
 type matrixRow struct {
@@ -781,10 +856,11 @@ func (h *Handler) bundles(ctx context.Context, _ *http.Request, v *viewer, s *sc
 	if err != nil {
 		return "", nil, err
 	}
-	l.Lists = []listInfo{fi, bi, di}
+	// The BundleDeployments' own notice is the page's: they are not in a namespace to choose.
+	l.Lists = []listInfo{fi, bi}
 	h.setWatch(l, watchOf("fleet", fi, ""), watchOf("bundles", bi, ""), watchOf("bundledeployments", di, ""))
-	m := newMatrix(clusters, bundles, bds)
-	d := &bundlesData{Columns: m.columns, Unreadable: di.Restricted()}
+	m := newMatrix(clusters, bundles, bds, di)
+	d := &bundlesData{Columns: m.columns, Unreadable: m.Unreadable}
 	// One access review per namespace, not per Bundle: pausing needs patch on Bundles there.
 	mayPatch := map[string]bool{}
 	for _, col := range m.columns {
@@ -885,8 +961,9 @@ type eventRow struct {
 	at   time.Time
 }
 
-// eventRows sorts events newest first (n > 0 keeps the newest n).
-func eventRows(events []corev1.Event, n int) []eventRow {
+// eventRows sorts events newest first (n > 0 keeps the newest n); links keep the namespace
+// selection sel.
+func eventRows(events []corev1.Event, n int, sel string) []eventRow {
 	rows := make([]eventRow, 0, len(events))
 	now := time.Now()
 	for i := range events {
@@ -899,16 +976,25 @@ func eventRows(events []corev1.Event, n int) []eventRow {
 		row := eventRow{Time: at.UTC().Format(time.RFC3339), Age: humanAge(now.Sub(at)), Type: e.Type, Reason: e.Reason,
 			Message: e.Message, Count: count, at: at,
 			Object: strings.ToLower(e.InvolvedObject.Kind) + " " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name}
-		if e.InvolvedObject.Kind == "Cluster" && strings.HasPrefix(e.InvolvedObject.APIVersion, managementv1alpha1.GroupVersion.Group+"/") {
-			row.Object = "hosted cluster " + e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
-			row.Link = "/hosted/" + url.PathEscape(e.InvolvedObject.Namespace) + "/" + url.PathEscape(e.InvolvedObject.Name)
-		}
-		if strings.HasPrefix(e.InvolvedObject.APIVersion, fleetv1alpha1.GroupVersion.Group+"/") {
-			switch e.InvolvedObject.Kind {
+		o := &e.InvolvedObject
+		inNS := nsQuery(o.Namespace)
+		switch group, _, _ := strings.Cut(o.APIVersion, "/"); {
+		case group == managementv1alpha1.GroupVersion.Group && o.Kind == "Cluster":
+			row.Object = "hosted cluster " + o.Namespace + "/" + o.Name
+			row.Link = "/hosted/" + url.PathEscape(o.Namespace) + "/" + url.PathEscape(o.Name) + nsQuery(sel)
+		case group == migrationv1alpha1.GroupVersion.Group && o.Kind == "CloudProviderMigration":
+			row.Object = "migration " + o.Namespace + "/" + o.Name
+			row.Link = "/migrations" + inNS
+		case group == fleetv1alpha1.GroupVersion.Group:
+			switch o.Kind {
 			case "GitRepo":
-				row.Link = "/gitrepos?namespace=" + url.QueryEscape(e.InvolvedObject.Namespace)
+				row.Link = "/gitrepos" + inNS
 			case "Bundle":
-				row.Link = "/bundles?namespace=" + url.QueryEscape(e.InvolvedObject.Namespace)
+				row.Link = "/bundles" + inNS
+			case "Cluster":
+				row.Object, row.Link = "fleet cluster "+o.Namespace+"/"+o.Name, "/fleet"+inNS
+			case "ClusterRegistrationToken":
+				row.Link = "/tokens" + inNS
 			}
 		}
 		rows = append(rows, row)
@@ -946,6 +1032,37 @@ func condStatus(conds []metav1.Condition, t string) string {
 		return string(c.Status)
 	}
 	return "-"
+}
+
+// condClass styles a hosted cluster's condition by what its status means for its type: a
+// Conflict is bad when True, Updating is news either way, and Joined=False is no failure when
+// the cluster stays out by choice (JoinDisabled), is leaving or waits to be active.
+func condClass(c metav1.Condition) string {
+	good, bad := "cond-good", "cond-bad"
+	switch c.Type {
+	case managementv1alpha1.ConditionConflict:
+		good, bad = bad, good
+	case managementv1alpha1.ConditionUpdating:
+		good, bad = "cond-info", "cond-neutral"
+	case managementv1alpha1.ConditionJoined:
+		switch c.Reason {
+		case managementv1alpha1.ReasonJoinDisabled, managementv1alpha1.ReasonLeaving:
+			bad = "cond-neutral"
+		case managementv1alpha1.ReasonWaitingForCluster:
+			bad = "cond-info"
+		}
+	case managementv1alpha1.ConditionAgentReady:
+		if c.Reason == managementv1alpha1.ReasonWaitingForAgent {
+			bad = "cond-info"
+		}
+	}
+	switch c.Status {
+	case metav1.ConditionTrue:
+		return good
+	case metav1.ConditionFalse:
+		return bad
+	}
+	return "cond-neutral"
 }
 
 func orDash(s string) string {

@@ -63,3 +63,21 @@ func TestPauseRolloutFromDashboard(t *testing.T) {
 		t.Errorf("an unknown action: status %d, want 404", status)
 	}
 }
+
+// TestBundlesWithoutFleetClusters: a namespace with Bundles but no fleet Clusters (yet) shows
+// its Bundles, their summaries and pause buttons, and says there is no cluster.
+func TestBundlesWithoutFleetClusters(t *testing.T) {
+	t.Parallel()
+	ns := mgmt.Namespace(t)
+	web := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: fleetv1alpha1.BundleSpec{Targets: []fleetv1alpha1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{}}}}}
+	createAll(t, web)
+	web.Status = fleetv1alpha1.BundleStatus{DeploymentID: "web-1", Conditions: []metav1.Condition{cond("Ready", "True", "Ready", "0/0 clusters ready")}}
+	setStatus(t, web)
+	bundlePatch := rbacv1.PolicyRule{APIGroups: []string{fleetv1alpha1.GroupVersion.Group}, Resources: []string{"bundles"}, Verbs: []string{"patch"}}
+	b := newBrowser(t, serverDashboard(t))
+	b.signIn(namespaceViewer(t, ns, "team-a", ns, bundlePatch), ns)
+	page := b.page("/bundles?namespace=" + ns)
+	mustContain(t, page, `data-bundle="`+ns+`/web"`, "0/0 ready", `data-pause="`+ns+`/web"`, `id="no-clusters"`)
+	mustNotContain(t, page, "No Bundles here")
+}

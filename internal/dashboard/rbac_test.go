@@ -1,10 +1,14 @@
 package dashboard_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +16,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/dashboard"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/test/envtest"
@@ -157,4 +164,91 @@ func TestRevokedRights(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// droverViewInNamespace returns the token of a ServiceAccount bound, in namespace ns only, to
+// drover's shipped drover-view rules (config/rbac/user_roles.yaml, as `view` aggregates them)
+// and to reading Events there: a team member who may read their namespace and no other.
+func droverViewInNamespace(t testing.TB, ns, name string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(envtest.RepoRoot(), "config", "rbac", "user_roles.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal([]byte(strings.Split(string(raw), "\n---")[0]), view); err != nil || view.Name != "drover-view" {
+		t.Fatalf("drover-view in user_roles.yaml: %v (read %q)", err, view.Name)
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name}, Rules: append(view.Rules,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}})}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}
+	createAll(t, role, binding)
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), role) })
+	return token(t, ns, name)
+}
+
+// TestBundlesWithoutBundleDeployments: a viewer bound to drover-view in the fleet's namespace
+// reads its Bundles and Clusters but not the BundleDeployments in the clusters' own
+// namespaces. The Bundles and fleet pages then show what each Bundle's summary says (the
+// clusters it lists as not ready, with their state) and "unknown" for the others, never "not
+// targeted", and say what right per-cluster detail needs.
+func TestBundlesWithoutBundleDeployments(t *testing.T) {
+	t.Parallel()
+	ns := mgmt.Namespace(t)
+	f := newFleet(t, ns)
+	// The summaries as the Bundle controller writes them: every cluster not ready, by name.
+	f.app.Status.Summary.NonReadyClusters = []fleetv1alpha1.NonReadyCluster{{Name: "edge-2", State: bundle.StatePending}}
+	f.monitoring.Status.Summary.NonReadyClusters = []fleetv1alpha1.NonReadyCluster{
+		{Name: "edge-1", State: bundle.StateModified, Message: "Deployment monitoring/prometheus Modified: spec.replicas"},
+		{Name: "edge-2", State: bundle.StateErrApplied, Message: `namespaces "monitoring" is forbidden`}}
+	setStatus(t, f.app)
+	setStatus(t, f.monitoring)
+	b := newBrowser(t, serverDashboard(t))
+	b.signIn(droverViewInNamespace(t, ns, "team-member"), ns)
+	page := b.page("/bundles?namespace=" + ns)
+	rows := rowsOf(page)
+	for _, c := range []struct{ cluster, bundle, state string }{
+		{"edge-1", "app", "unknown"}, {"edge-1", "monitoring", "modified"}, {"edge-2", "app", "pending"}, {"edge-2", "monitoring", "errapplied"},
+		// edge-3 has no namespace yet, so no BundleDeployment anywhere: not targeted.
+		{"edge-3", "app", "none"},
+	} {
+		if want := `data-bundle="` + c.bundle + `" data-state="` + c.state + `"`; !strings.Contains(rows[ns+"/"+c.cluster], want) {
+			t.Errorf("%s's %s cell is not %s", c.cluster, c.bundle, c.state)
+		}
+	}
+	for _, c := range []string{"edge-1", "edge-2"} {
+		if strings.Contains(rows[ns+"/"+c], `data-state="none"`) {
+			t.Errorf(`a cell of %s, whose BundleDeployments are not readable, says "not targeted"`, c)
+		}
+	}
+	mustContain(t, page, `id="unreadable" data-unreadable="2"`, "bundledeployments.fleet.drover.io", "unknown: not readable with your rights",
+		"ready or not targeted", "Deployment monitoring/prometheus Modified: spec.replicas")
+	mustNotContain(t, page, "choose a namespace you may read above", "You may not list BundleDeployments")
+	if t.Failed() {
+		t.Logf("page:\n%s", page)
+	}
+
+	page = b.page("/fleet?namespace=" + ns)
+	mustContain(t, page, `id="unreadable" data-unreadable="2"`, "app: pending", "monitoring: apply failed", "monitoring: drift", `data-unknown="1"`)
+	rows = rowsOf(page)
+	mustContain(t, rows[ns+"/edge-1"], "monitoring: drift", `data-unknown="1"`)
+	mustContain(t, rows[ns+"/edge-2"], "app: pending", "monitoring: apply failed")
+	mustContain(t, page, `id="unreadable" data-unreadable="2"`)
+	mustNotContain(t, page, "choose a namespace you may read above")
+	if t.Failed() {
+		t.Logf("page:\n%s", page)
+	}
+}
+
+var rowRE = regexp.MustCompile(`(?s)<tr data-cluster="([^"]+)".*?</tr>`)
+
+// rowsOf are a page's table rows by their data-cluster.
+func rowsOf(page string) map[string]string {
+	out := map[string]string{}
+	for _, m := range rowRE.FindAllStringSubmatch(page, -1) {
+		out[m[1]] = m[0]
+	}
+	return out
 }

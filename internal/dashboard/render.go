@@ -23,13 +23,7 @@ var funcs = template.FuncMap{
 	"pathEscape": func(s string) string {
 		return url.PathEscape(s)
 	},
-	// nsQuery keeps the namespace selection on links.
-	"nsQuery": func(ns string) string {
-		if ns == "" {
-			return ""
-		}
-		return "?namespace=" + url.QueryEscape(ns)
-	},
+	"nsQuery": nsQuery,
 	"nsLabel": func(ns string) string {
 		if ns == "" {
 			return "all namespaces"
@@ -42,7 +36,24 @@ var funcs = template.FuncMap{
 		}
 		return n * 100 / total
 	},
-	"add": func(a, b int) int { return a + b },
+	"add":       func(a, b int) int { return a + b },
+	"condClass": condClass,
+}
+
+// nsQuery keeps the namespace selection on links.
+func nsQuery(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return "?namespace=" + url.QueryEscape(ns)
+}
+
+// selected is a request's valid namespace selection, kept on the page an action returns to.
+func selected(r *http.Request) string {
+	if ns := r.URL.Query().Get("namespace"); validNamespace(ns) {
+		return ns
+	}
+	return ""
 }
 
 func parseTemplates() (map[string]*pageTemplate, error) {

@@ -23,7 +23,7 @@ type tokenView struct {
 	Expires, ExpiresAt string
 	Expired            bool
 	// Clusters is how many clusters registered with it of how many it may register ("1/3"),
-	// or "any" without spec.maxClusters.
+	// "any" without spec.maxClusters, or "cluster NAME only" for an import token.
 	Clusters string
 	// Full: maxClusters reached; Open: a live token that registers any number of clusters.
 	Full, Open bool
@@ -72,10 +72,9 @@ func (h *Handler) tokens(ctx context.Context, _ *http.Request, _ *viewer, s *sco
 }
 
 func newTokenView(t *fleetv1alpha1.ClusterRegistrationToken, now time.Time) tokenView {
-	v := tokenView{Namespace: t.Namespace, Name: t.Name, Secret: orDash(t.Status.SecretName), Expires: "-", Clusters: "any",
-		ForCluster: t.Labels[fleetv1alpha1.ClusterLabel]}
-	if t.Labels[fleetv1alpha1.ClusterUIDLabel] == "" {
-		v.ForCluster = ""
+	v := tokenView{Namespace: t.Namespace, Name: t.Name, Secret: orDash(t.Status.SecretName), Expires: "-", Clusters: "any"}
+	if name, ok := boundCluster(t); ok {
+		v.ForCluster = name
 	}
 	if c := meta.FindStatusCondition(t.Status.Conditions, fleetv1alpha1.ConditionReady); c != nil {
 		v.Ready, v.ReadyMessage = string(c.Status), c.Message
@@ -89,11 +88,28 @@ func newTokenView(t *fleetv1alpha1.ClusterRegistrationToken, now time.Time) toke
 		}
 	}
 	n := len(t.Status.RegisteredClientIDs)
+	if v.ForCluster != "" {
+		v.Clusters = "cluster " + v.ForCluster + " only"
+		return v
+	}
 	if m := t.Spec.MaxClusters; m != nil {
 		v.Clusters = fmt.Sprintf("%d/%d", n, *m)
 		v.Full = n >= int(*m)
 	} else {
-		v.Open = !v.Expired && v.ForCluster == ""
+		v.Open = !v.Expired
 	}
 	return v
+}
+
+// boundCluster says whether a token is bound to one fleet Cluster (the import token drover
+// makes for a manager-initiated registration: the registration controller admits only that
+// Cluster's UID) and names it.
+func boundCluster(t *fleetv1alpha1.ClusterRegistrationToken) (string, bool) {
+	if t.Labels[fleetv1alpha1.ClusterUIDLabel] == "" {
+		return "", false
+	}
+	if name := t.Labels[fleetv1alpha1.ClusterLabel]; name != "" {
+		return name, true
+	}
+	return "(unnamed)", true
 }
