@@ -179,8 +179,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var requeue time.Duration
 	synced := false
 	if gr.Spec.Paused {
-		setCondition(gr, fleetv1alpha1.ConditionSynced, metav1.ConditionFalse, fleetv1alpha1.ReasonPaused,
-			"spec.paused is set: nothing is fetched; the Bundles of commit "+orNone(gr.Status.Commit)+" stay deployed")
+		msg := "spec.paused is set: nothing is fetched; the Bundles of commit " + gr.Status.Commit + " stay deployed"
+		if gr.Status.Commit == "" {
+			msg = "spec.paused is set: nothing is fetched, and nothing was fetched yet"
+		}
+		setCondition(gr, fleetv1alpha1.ConditionSynced, metav1.ConditionFalse, fleetv1alpha1.ReasonPaused, msg)
 	} else {
 		if synced = r.due(gr, st, owned); synced {
 			r.sync(ctx, gr, st, owned)
@@ -508,13 +511,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }
 
 // plural is "s" unless n is 1.
