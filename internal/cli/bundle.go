@@ -116,11 +116,20 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 			case err != nil:
 				return err
 			default:
+				// A paused rollout stays paused unless --paused says otherwise: re-applying is how
+				// the fix for a halted rollout arrives, and resuming is its own decision.
+				stillPaused := cur.Spec.Rollout.Paused && !cmd.Flags().Changed("paused")
+				if stillPaused {
+					b.Spec.Rollout.Paused = true
+				}
 				cur.Spec = b.Spec
 				if err := c.Update(cmd.Context(), cur); err != nil {
 					return fmt.Errorf("update bundle: %w", err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "bundle %s/%s updated (%d resources)\n", ns, name, len(resources))
+				if stillPaused {
+					fmt.Fprintf(cmd.ErrOrStderr(), "Note: the rollout stays paused: clusters keep the version they run until `drover bundle resume %s -n %s` (or apply with --paused=false)\n", name, ns)
+				}
 			}
 			if !w.wait {
 				return nil
@@ -138,7 +147,7 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 	f.BoolVar(&force, "force-conflicts", false, "take over fields other field managers own downstream")
 	f.BoolVar(&correctDrift, "correct-drift", false, "re-apply resources changed downstream")
 	f.BoolVar(&keep, "keep-resources", false, "leave resources downstream when a cluster stops being targeted")
-	f.BoolVar(&paused, "paused", false, "do not update clusters that already have the bundle")
+	f.BoolVar(&paused, "paused", false, "do not update clusters that already have the bundle (an update keeps a paused rollout paused unless --paused=false)")
 	f.StringVar(&maxUnavailable, "max-unavailable", "", "clusters (number or percentage) that may be updating at once")
 	f.BoolVar(&dry, "dry-run", false, "print the Bundle instead of applying it")
 	w.add(cmd, "every targeted cluster is ready", 10*time.Minute)
@@ -289,6 +298,12 @@ func printBundleStatus(w io.Writer, b *fleetv1alpha1.Bundle) error {
 	fmt.Fprintf(tw, "Deployment ID:\t%s\n", b.Status.DeploymentID)
 	fmt.Fprintf(tw, "Clusters:\t%d targeted, %d ready, %d not ready, %d pending, %d modified, %d errored, %d out of date\n",
 		s.DesiredReady, s.Ready, s.NotReady, s.Pending, s.Modified, s.ErrApplied, s.OutOfDate)
+	if b.Spec.Rollout.Paused {
+		fmt.Fprintf(tw, "Rollout:	paused: clusters keep the version they run (drover bundle resume %s -n %s)\n", b.Name, b.Namespace)
+	}
+	if s.DesiredReady == 0 && b.Status.ObservedGeneration == b.Generation {
+		fmt.Fprintf(tw, "Targets:	no registered cluster matches: check them against `drover fleet list -n %s -o wide`\n", b.Namespace)
+	}
 	for _, c := range b.Status.Conditions {
 		fmt.Fprintf(tw, "Condition %s:\t%s (%s) %s\n", c.Type, c.Status, c.Reason, oneLine(c.Message))
 	}

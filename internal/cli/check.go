@@ -309,6 +309,10 @@ func checkBundles(ctx context.Context, c client.Client, ns string) (string, stri
 		if cond := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady); cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason != fleetv1alpha1.ReasonPending {
 			return cond.Reason
 		}
+		// Ready on no cluster is most often a mistyped --cluster or a selector matching nothing.
+		if b.Status.ObservedGeneration == b.Generation && b.Generation > 0 && b.Status.Summary.DesiredReady == 0 {
+			return "TargetsNoCluster"
+		}
 		return ""
 	})
 	return verdict(len(l.Items), bad, "Bundles", "failing", "not ready", "drover bundle status NAME")

@@ -173,6 +173,16 @@ func TestCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Ready, but on no cluster: a mistyped --cluster.
+	typo := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "typo"}, Spec: fleetv1alpha1.BundleSpec{Targets: []fleetv1alpha1.BundleTarget{{ClusterName: "edge-okk"}}}}
+	if err := c.Create(ctx, typo); err != nil {
+		t.Fatal(err)
+	}
+	typo.Status.ObservedGeneration = typo.Generation
+	typo.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Succeeded", Message: "0/0", LastTransitionTime: now}}
+	if err := c.Status().Update(ctx, typo); err != nil {
+		t.Fatal(err)
+	}
 	h := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-east"}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{DisplayName: "a", Region: "us-east-1", CredentialSecret: "aws"}}}
 	if err := c.Create(ctx, h); err != nil {
 		t.Fatal(err)
@@ -201,7 +211,7 @@ func TestCheck(t *testing.T) {
 		expect(t, got, "registration", checkOK, "https://mgmt.example.com:6443")
 		expect(t, got, "fleet", checkWarn, "3 registered clusters", "1 disconnected: edge-gone", "1 never checked in: edge-new",
 			"agents run v1.2.0 (1), v1.3.0 (1)")
-		expect(t, got, "bundles", checkWarn, "1 of 2 Bundles not ready: web (ApplyFailed)")
+		expect(t, got, "bundles", checkWarn, "2 of 3 Bundles not ready", "typo (TargetsNoCluster)", "web (ApplyFailed)")
 		expect(t, got, "hosted-clusters", checkWarn, "2 of 3 hosted clusters failed or cannot join the fleet: prod-east (failed), prod-west (AccessEntryMissing)", "drover cluster get")
 		expect(t, got, "gitrepos", checkOK)
 		expect(t, got, "migrations", checkOK)

@@ -63,6 +63,7 @@ func seedGolden(t *testing.T) {
 			Resources: []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web"}}`)}},
 			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: "prod"},
 				{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}},
+			Rollout: fleetv1alpha1.BundleRollout{Paused: true},
 		},
 	}
 	seen := metav1.NewTime(goldenNow.Add(-30 * time.Second))

@@ -28,6 +28,8 @@ type pauseTarget struct {
 	path []string
 	// effect is what pausing or resuming does, printed after the change.
 	effect func(paused bool) string
+	// paused reads the field.
+	paused func(client.Object) bool
 }
 
 var bundlePause = pauseTarget{
@@ -44,6 +46,7 @@ var bundlePause = pauseTarget{
 		}
 		return "rollout resumed: out-of-date clusters are updated within maxUnavailable"
 	},
+	paused: func(o client.Object) bool { return o.(*fleetv1alpha1.Bundle).Spec.Rollout.Paused },
 }
 
 var gitRepoPause = pauseTarget{
@@ -58,6 +61,7 @@ var gitRepoPause = pauseTarget{
 		}
 		return "fetching resumed: the next poll deploys the branch's newest commit"
 	},
+	paused: func(o client.Object) bool { return o.(*fleetv1alpha1.GitRepo).Spec.Paused },
 }
 
 func newPauseCommand(k *kubeOptions, t pauseTarget, paused bool, defaultNS, short, example string) *cobra.Command {
@@ -99,6 +103,10 @@ func setPaused(cmd *cobra.Command, c client.Client, ns string, names []string, t
 				return fmt.Errorf("%s %q not found in namespace %s", t.kind, name, ns)
 			}
 			return fmt.Errorf("get %s %s/%s: %w", t.kind, ns, name, err)
+		}
+		if t.paused(obj) == paused {
+			fmt.Fprintf(out, "%s/%s was already %s: nothing changed\n", t.resource, name, verb)
+			continue
 		}
 		owner := gitRepoOwner(obj)
 		fromGit := owner != "" && setBy(obj, gitrepo.FieldOwner, t.path)

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,8 +64,22 @@ func TestPauseResume(t *testing.T) {
 	if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(web), b); err != nil || !setBy(b, cliFieldManager, bundlePause.path) {
 		t.Errorf("the pause is not recorded as %s's: %v %v", cliFieldManager, err, b.ManagedFields)
 	}
+	// Re-applying a paused Bundle (the fix for a halted rollout) keeps it paused and says so.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {v: \"2\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut := run("bundle", "apply", "-f", dir, "--name", "web", "--cluster", "edge-1"); !bundlePaused("web") || !strings.Contains(errOut, "rollout stays paused") {
+		t.Errorf("bundle apply on a paused Bundle: paused %t, stderr %q", bundlePaused("web"), errOut)
+	}
+	if out, _ := run("bundle", "pause", "web"); !strings.Contains(out, "already paused: nothing changed") {
+		t.Errorf("pause of a paused Bundle: %q", out)
+	}
 	if out, _ := run("bundle", "resume", "web"); bundlePaused("web") || !strings.Contains(out, "rollout resumed") {
 		t.Errorf("bundle resume: paused %t, output %q", bundlePaused("web"), out)
+	}
+	if out, _ := run("bundle", "resume", "web"); !strings.Contains(out, "already resumed: nothing changed") {
+		t.Errorf("resume of a running Bundle: %q", out)
 	}
 	// Git says paused: the resume goes through, and says the GitRepo will undo it.
 	_, errOut = run("bundle", "resume", "apps-db")
