@@ -499,7 +499,11 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 		if errors.Is(err, ErrChangedSinceRead) {
 			ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonChangedSinceRead, msgChangedSinceRead)
 		} else {
-			ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonPushing, fmt.Sprintf("%d field(s) still to push.", len(result.Push)-len(done)))
+			msg := fmt.Sprintf("%d field(s) still to push.", len(result.Push)-len(done))
+			if len(result.Push) == len(done) {
+				msg = "Every change was sent; the provider is applying it."
+			}
+			ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonPushing, msg)
 		}
 		ps.setCondition(CondReady, metav1.ConditionTrue, v1.ReasonUpdating, "The cluster is usable; drover is applying changes.")
 		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil

@@ -213,7 +213,7 @@ func (Provider) Validate(c *v1.Cluster) error {
 			}
 			if cfg.KubernetesVersion != nil {
 				if cv, _ := minor(*cfg.KubernetesVersion); nv > cv {
-					return bad(f+".version", v1.ReasonNodeVersionTooNew, "node group version %s is newer than the cluster's %s: upgrade the cluster first", *ng.Version, *cfg.KubernetesVersion)
+					return bad(f+".version", v1.ReasonNodeVersionTooNew, "node group version %s is newer than the cluster's %s: a node group never runs a newer version than its cluster (to upgrade, raise eksConfig.kubernetesVersion first; EKS cannot downgrade a cluster)", *ng.Version, *cfg.KubernetesVersion)
 				}
 			}
 		}

@@ -84,7 +84,7 @@ func (s *session) CheckPush(push []merge.Change, effective, upstream map[string]
 					return bad(f+".version", v1.ReasonVersionDowngrade, "EKS cannot downgrade node group %s from %s to %s", name, aws.ToString(existing.Version), aws.ToString(ng.Version))
 				}
 				if nv > cv {
-					return bad(f+".version", v1.ReasonNodeVersionTooNew, "node group version %s is newer than the cluster's %s: upgrade the cluster first", aws.ToString(ng.Version), aws.ToString(eff.KubernetesVersion))
+					return bad(f+".version", v1.ReasonNodeVersionTooNew, "node group version %s is newer than the cluster's %s: a node group never runs a newer version than its cluster (to upgrade, raise eksConfig.kubernetesVersion first; EKS cannot downgrade a cluster)", aws.ToString(ng.Version), aws.ToString(eff.KubernetesVersion))
 				}
 			}
 		}

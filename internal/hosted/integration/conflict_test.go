@@ -84,6 +84,13 @@ func TestConflictConditionEveryProvider(t *testing.T) {
 		h.consoleTag(t, "both", "team", "console")
 		e.simTime.Advance(simDelay)
 		e.editCluster("both", func(c *v1.Cluster) { h.setCfgTag(c, "team", "drover") })
+		if _, err := e.reconcile("both"); err != nil {
+			t.Fatal(err)
+		}
+		// While a long-running update applies what drover sent, Synced says so (not "0 fields to push").
+		if s := cond(e.get("both"), hosted.CondSynced); s.Reason == "Pushing" && !strings.Contains(s.Message, "the provider is applying it") {
+			t.Errorf("Synced while the provider applies drover's change: %+v", s)
+		}
 		got := e.settle("both")
 		if tags := h.tags(t, "both"); tags["team"] != "drover" {
 			t.Fatalf("provider's team = %q, want drover's value", tags["team"])
