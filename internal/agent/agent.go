@@ -33,6 +33,7 @@ import (
 	"github.com/droverhq/drover/internal/agent/heartbeat"
 	"github.com/droverhq/drover/internal/agent/manifests"
 	"github.com/droverhq/drover/internal/agent/register"
+	"github.com/droverhq/drover/internal/registration/names"
 )
 
 // StatusConfigMap is where the agent reports its own condition downstream, readable with
@@ -155,7 +156,11 @@ func (a *agent) loop(ctx context.Context) error {
 	delay, attempts := a.o.RetryMin, 0
 	for ctx.Err() == nil {
 		attempts++
-		cred, err := register.Ensure(ctx, a.registerOptions())
+		ro := a.registerOptions()
+		// What the registration waits for (the management cluster's answer, a refusal) shows
+		// downstream at once, not only when it ends.
+		ro.Report = func(ctx context.Context, reason, msg string) { a.report(ctx, reason, msg, attempts) }
+		cred, err := register.Ensure(ctx, ro)
 		if err == nil {
 			a.report(ctx, fleetv1alpha1.ReasonRegistered, "Registered as cluster "+cred.ClusterNamespace+"/"+cred.ClusterName, attempts)
 			delay, attempts = a.o.RetryMin, 0
@@ -202,7 +207,7 @@ func (a *agent) work(ctx context.Context, cred *register.Credential) error {
 	}
 	if err := (&deployer.Reconciler{Upstream: mgr.GetClient(), ContentReader: mgr.GetAPIReader(), Downstream: a.down,
 		RecordNamespace: a.o.Namespace, DeploymentNamespace: cred.DeploymentNamespace, DriftInterval: a.o.DriftInterval,
-		DownstreamConfig: a.o.Config}).SetupWithManager(mgr); err != nil {
+		DownstreamConfig: a.o.Config, AccessRole: cred.ClusterNamespace + "/" + names.ClusterAccessRole(cred.ClusterName)}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	errs := make(chan error, 4)

@@ -754,6 +754,10 @@ func DeploymentState(bd *fleetv1alpha1.BundleDeployment, id string) (state, msg 
 	case applied != nil && applied.Reason == fleetv1alpha1.ReasonUnknownKind && applied.ObservedGeneration == bd.Generation:
 		// Retried by the agent (a CRD being established): pending, not an error.
 		return StatePending, applied.Message
+	case applied != nil && applied.Reason == fleetv1alpha1.ReasonContentNotReadable && applied.Status != metav1.ConditionFalse && applied.ObservedGeneration == bd.Generation:
+		// The agent waits for the right to read the content (its access Role being updated):
+		// pending, not an error, until the agent gives up waiting (Applied=False).
+		return StatePending, applied.Message
 	case applied != nil && applied.Status == metav1.ConditionFalse && applied.ObservedGeneration == bd.Generation:
 		return StateErrApplied, applied.Message
 	case bd.Status.AppliedDeploymentID != id:

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,8 +21,8 @@ import (
 
 func newAgentCommand(k *kubeOptions, logs *logOptions) *cobra.Command {
 	var (
-		opts       agent.Options
-		downstream string
+		opts               agent.Options
+		downstream, legacy string
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -28,13 +31,18 @@ func newAgentCommand(k *kubeOptions, logs *logOptions) *cobra.Command {
   drover agent --log-format json
   # outside the cluster, for development
   drover agent --downstream-kubeconfig downstream.kubeconfig --namespace drover-agent`,
+		Long: `Run drover's agent on a downstream cluster: it registers with the management cluster named by
+its bootstrap Secret (the token's values), applies the cluster's BundleDeployments and checks in.
+Its own (downstream) cluster is the pod's service account, or --downstream-kubeconfig; it reads
+neither $KUBECONFIG nor ~/.kube/config, which name the management cluster for drover's other
+commands.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			setMemoryLimit()
-			if downstream == "" && *k.flags.KubeConfig != "" {
+			if downstream == "" && legacy != "" {
 				// Before --downstream-kubeconfig, the agent's --kubeconfig named its own cluster.
 				ctrl.Log.Info("drover agent --kubeconfig is deprecated: use --downstream-kubeconfig")
-				downstream = *k.flags.KubeConfig
+				downstream = legacy
 			}
 			cfg, err := agentConfig(downstream)
 			if err != nil {
@@ -46,6 +54,11 @@ func newAgentCommand(k *kubeOptions, logs *logOptions) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&downstream, "downstream-kubeconfig", "", "kubeconfig of the downstream cluster the agent runs on (default: the in-cluster service account; --kubeconfig is a deprecated alias)")
+	// The agent's own --kubeconfig, the deprecated alias: it hides the global one, which names
+	// the management cluster for the other commands (drover agent install included), from the
+	// agent's help and flags.
+	f.StringVar(&legacy, "kubeconfig", "", "deprecated alias of --downstream-kubeconfig")
+	_ = f.MarkHidden("kubeconfig")
 	f.StringVar(&opts.Namespace, "namespace", envOr("POD_NAMESPACE", manifests.DefaultNamespace), "agent namespace")
 	f.StringVar(&opts.ClientID, "client-id", "", "clientID (default: the agent ConfigMap's, else the kube-system namespace UID)")
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one active replica")
@@ -124,10 +137,22 @@ func agentConfig(path string) (*rest.Config, error) {
 		return downstreamConfig(path)
 	}
 	cfg, _, err := inClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("the agent runs in the downstream cluster's pod, or with --downstream-kubeconfig: %w", err)
+	if err == nil {
+		return cfg, nil
 	}
-	return cfg, nil
+	if !errors.Is(err, errNoKubeconfig) {
+		return nil, fmt.Errorf("in-cluster config of the downstream cluster: %w", err)
+	}
+	// errNoKubeconfig's advice (--kubeconfig, $KUBECONFIG, ~/.kube/config) is for the management
+	// cluster of the other commands: the agent reads none of them.
+	msg := "no downstream cluster: drover agent runs in a pod of the downstream cluster (its service account), or with --downstream-kubeconfig FILE"
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		msg += " (KUBERNETES_SERVICE_HOST is set, but there is no service account token at " + filepath.Join(serviceAccountDir, "token") + ")"
+	}
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+		msg += "; drover agent does not read $KUBECONFIG: pass --downstream-kubeconfig " + env
+	}
+	return nil, usageErrorf("%s", msg)
 }
 
 func envOr(k, def string) string {

@@ -132,6 +132,13 @@ const (
 	// ReasonUnknownKind: a BundleDeployment holds a kind its cluster does not serve yet (a custom
 	// resource whose CRD is not established, or a typo); the agent keeps retrying.
 	ReasonUnknownKind = "UnknownKind"
+	// ReasonContentNotReadable: the agent may not read (Forbidden) or does not find (NotFound)
+	// the BundleContent a BundleDeployment references. Usually the cluster's access Role, which
+	// drover updates when a Bundle gets new content, is not in effect on the API server yet: the
+	// agent retries within seconds and the condition is Applied=Unknown (the Bundle counts it
+	// pending). Still not readable after the agent's wait (2 minutes), it turns Applied=False with
+	// this reason (errored): the cluster's access Role lacks the content.
+	ReasonContentNotReadable = "ContentNotReadable"
 	// ReasonAgentDisconnected (Cluster Ready=False): the agent checked in before but has missed
 	// its heartbeats for longer than drover server's --agent-disconnect-after. Rollouts do not
 	// wait for such a cluster (docs/registration.md).

@@ -57,6 +57,18 @@ const (
 // is applied again.
 const unknownKindRetry = 5 * time.Second
 
+// Waiting for a BundleDeployment's content: a read refused (Forbidden) or not found is retried
+// with backoff from contentRetryMin to contentRetryMax, for up to defaultContentWait
+// (Reconciler.ContentWait) before it is reported as a failure.
+const (
+	contentRetryMin    = time.Second
+	contentRetryMax    = 10 * time.Second
+	defaultContentWait = 2 * time.Minute
+)
+
+// failedRetry is how soon a BundleDeployment that failed to apply is tried again.
+const failedRetry = 30 * time.Second
+
 // notReadyRecheck is how soon a BundleDeployment whose workloads are not ready yet is checked
 // again (instead of the drift interval), so readiness is reported promptly.
 const notReadyRecheck = 5 * time.Second
@@ -92,6 +104,13 @@ type Reconciler struct {
 	// DownstreamConfig is the downstream cluster for Helm's SDK, which installs the releases of
 	// Helm Bundles (nil: such BundleDeployments fail).
 	DownstreamConfig *rest.Config
+	// ContentWait is how long a BundleContent the agent may not read (or does not find) is
+	// waited for (Applied=Unknown, reason ContentNotReadable: the cluster's access Role is being
+	// updated) before it is reported as a failure (default 2m).
+	ContentWait time.Duration
+	// AccessRole names the cluster's access Role upstream ("namespace/name"), which grants the
+	// reading of its BundleContents, for messages ("" when unknown).
+	AccessRole string
 
 	mu      sync.Mutex
 	content map[string]*fleetv1alpha1.BundleContent
@@ -141,14 +160,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log := ctrl.LoggerFrom(ctx).WithValues("deploymentID", bd.Spec.DeploymentID)
 	before := bd.DeepCopy()
 	objs, helm, err := r.objects(ctx, bd)
-	if err != nil {
+	var unreadable *contentUnreadable
+	switch {
+	case errors.As(err, &unreadable):
+		return r.waitContent(ctx, bd, before, unreadable)
+	case err != nil:
 		bd.Status.Ready = false
 		setCond(bd, fleetv1alpha1.ConditionApplied, false, fleetv1alpha1.ReasonApplyFailed, err.Error())
 		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonApplyFailed, "Manifests not readable")
 		if perr := r.patchStatus(ctx, bd, before); perr != nil {
 			return ctrl.Result{}, perr
 		}
-		// Usually the content's read permission is not in place yet: it follows shortly.
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	if helm != nil {
@@ -261,7 +283,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.patchStatus(ctx, bd, before); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: failedRetry}, nil
 	}
 	bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
 	setCond(bd, fleetv1alpha1.ConditionApplied, true, fleetv1alpha1.ReasonSucceeded, fmt.Sprintf("Applied %d resources", len(states)))
@@ -354,6 +376,9 @@ func (r *Reconciler) readContent(ctx context.Context, ref fleetv1alpha1.ContentR
 	}
 	bc := &fleetv1alpha1.BundleContent{}
 	if err := r.ContentReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, bc); err != nil {
+		if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+			return nil, &contentUnreadable{id: id, err: err}
+		}
 		return nil, fmt.Errorf("read content %s: %w", id, err)
 	}
 	r.mu.Lock()
@@ -363,6 +388,85 @@ func (r *Reconciler) readContent(ctx context.Context, ref fleetv1alpha1.ContentR
 	r.content[id] = bc
 	r.mu.Unlock()
 	return bc, nil
+}
+
+// contentUnreadable: the agent may not read (Forbidden) or does not find (NotFound) a
+// BundleContent. Both are expected for a moment after a Bundle gets new content: drover adds it
+// to the cluster's access Role as it creates the BundleDeployments, and the API server's
+// authorizer may see the BundleDeployment's change before the Role's.
+type contentUnreadable struct {
+	id  string
+	err error
+}
+
+func (e *contentUnreadable) Error() string { return "read content " + e.id + ": " + e.err.Error() }
+func (e *contentUnreadable) Unwrap() error { return e.err }
+
+// waitContent reports a BundleDeployment whose content is not readable (yet) and retries it
+// with backoff: Applied=Unknown, reason ContentNotReadable (the Bundle counts it pending) for up
+// to ContentWait since it started waiting for this generation, then Applied=False with the same
+// reason (a failure: the cluster's access Role lacks the content). Either way it applies as soon
+// as the content can be read.
+func (r *Reconciler) waitContent(ctx context.Context, bd, before *fleetv1alpha1.BundleDeployment, cu *contentUnreadable) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("deploymentID", bd.Spec.DeploymentID, "content", cu.id)
+	applied := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionApplied)
+	waiting := applied != nil && applied.Reason == fleetv1alpha1.ReasonContentNotReadable && applied.ObservedGeneration == bd.Generation
+	since := time.Now()
+	if waiting {
+		since = applied.LastTransitionTime.Time
+	} else {
+		// A fresh wait: its start is the condition's transition time.
+		meta.RemoveStatusCondition(&bd.Status.Conditions, fleetv1alpha1.ConditionApplied)
+	}
+	elapsed := time.Since(since)
+	wait := r.ContentWait
+	if wait <= 0 {
+		wait = defaultContentWait
+	}
+	notFound := apierrors.IsNotFound(cu.err)
+	bd.Status.Ready = false
+	if (waiting && applied.Status == metav1.ConditionFalse) || elapsed >= wait {
+		var msg string
+		if notFound {
+			msg = fmt.Sprintf("BundleContent %s still not found after %s: it was deleted or never written; check that drover server runs (%v)",
+				cu.id, wait.Round(time.Second), cu.err)
+		} else {
+			role := "the cluster's access Role"
+			if r.AccessRole != "" {
+				role += " (" + r.AccessRole + ")"
+			}
+			msg = fmt.Sprintf("BundleContent %s still not readable after %s: %s lacks it; check that drover server runs (it adds every content "+
+				"the cluster's BundleDeployments name to that Role's bundlecontents rule) (%v)", cu.id, wait.Round(time.Second), role, cu.err)
+		}
+		setCondStatus(bd, fleetv1alpha1.ConditionApplied, metav1.ConditionFalse, fleetv1alpha1.ReasonContentNotReadable, msg)
+		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonContentNotReadable, "Manifests not readable")
+		if err := r.patchStatus(ctx, bd, before); err != nil {
+			return ctrl.Result{}, err
+		}
+		if !waiting || applied.Status != metav1.ConditionFalse {
+			log.Info("Content still not readable: reporting a failure", "waited", wait, "error", cu.err.Error())
+		}
+		// Still retried, so that it applies soon after the Role is repaired.
+		return ctrl.Result{RequeueAfter: contentRetryMax}, nil
+	}
+	why := "not allowed to read it yet: the cluster's access Role is being updated"
+	if notFound {
+		why = "not found yet"
+	}
+	msg := fmt.Sprintf("Waiting to read BundleContent %s (%s); retrying", cu.id, why)
+	setCondStatus(bd, fleetv1alpha1.ConditionApplied, metav1.ConditionUnknown, fleetv1alpha1.ReasonContentNotReadable, msg)
+	setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonContentNotReadable, msg)
+	if err := r.patchStatus(ctx, bd, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	// Backoff: retried about as long after as it has waited so far, within bounds.
+	retry := min(max(elapsed, contentRetryMin), contentRetryMax)
+	if !waiting {
+		log.Info("Content not readable yet: waiting", "error", cu.err.Error(), "retryIn", retry)
+	} else {
+		log.V(1).Info("Content not readable yet, retrying", "error", cu.err.Error(), "retryIn", retry)
+	}
+	return ctrl.Result{RequeueAfter: retry}, nil
 }
 
 // resolve sets the default namespace of a namespaced object. It needs the object's kind to be
@@ -545,6 +649,9 @@ func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployme
 		opts = append(opts, client.DryRunAll)
 	}
 	if err := r.Downstream.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), opts...); err != nil {
+		if fieldConflict(err) {
+			err = fmt.Errorf("%w; %s", err, conflictHint)
+		}
 		st.State, st.Message = StateFailed, err.Error()
 		return st, fmt.Errorf("%s %s/%s: %w", st.Kind, st.Namespace, st.Name, err)
 	}
@@ -552,6 +659,26 @@ func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployme
 		u.Object = obj.Object
 	}
 	return st, nil
+}
+
+// conflictHint follows a server-side apply refused because another field manager owns fields
+// the manifest sets (someone changed them downstream, kubectl patch or edit say): an apply
+// without force leaves them to that manager.
+const conflictHint = "another field manager changed these fields on the cluster: set correctDrift " +
+	"(drover bundle apply --correct-drift) or forceConflicts (--force-conflicts) on the Bundle to take them back"
+
+// fieldConflict says whether err is a server-side apply refused for field manager conflicts.
+func fieldConflict(err error) bool {
+	var s apierrors.APIStatus
+	if !apierrors.IsConflict(err) || !errors.As(err, &s) || s.Status().Details == nil {
+		return false
+	}
+	for _, c := range s.Status().Details.Causes {
+		if c.Type == metav1.CauseTypeFieldManagerConflict {
+			return true
+		}
+	}
+	return false
 }
 
 // checkDrift compares every applied resource with what applying its manifest would make of it:
@@ -861,6 +988,10 @@ func setCond(bd *fleetv1alpha1.BundleDeployment, typ string, ok bool, reason, ms
 	if ok {
 		s = metav1.ConditionTrue
 	}
+	setCondStatus(bd, typ, s, reason, msg)
+}
+
+func setCondStatus(bd *fleetv1alpha1.BundleDeployment, typ string, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: bd.Generation})
 }
 

@@ -138,7 +138,7 @@ func (r *Reconciler) reconcileHelm(ctx context.Context, bd, before *fleetv1alpha
 			return ctrl.Result{}, perr
 		}
 		log.Info("Helm release not deployed", "release", rel.String(), "error", msg)
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: failedRetry}, nil
 	}
 	if err != nil {
 		return fail(err)

@@ -20,6 +20,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,7 +72,17 @@ type Options struct {
 	// RenewalTokenTTL is the lifetime asked for when refreshing the renewal identity's token
 	// (default 30 days); Renew refreshes it once less than half of that is left.
 	RenewalTokenTTL time.Duration
+	// Report, when set, is told (reason, message) what a registration waits for, once per
+	// change: the management cluster's answer (fleetv1alpha1.ReasonPending), or, when the
+	// identity that registered may read its ClusterRegistration, the refusal in its Granted
+	// condition (that condition's reason). The agent writes it to its status ConfigMap.
+	Report func(ctx context.Context, reason, message string)
 }
+
+// importTokenRejected says what to do about an import token the management cluster does not
+// accept (401).
+const importTokenRejected = "the import token was not accepted: it may have expired (the token's spec.ttl) or been deleted; " +
+	"create a new token (drover token create) and reinstall the agent with it"
 
 // Credential is a working request identity.
 type Credential struct {
@@ -224,9 +235,12 @@ func renewRegistration(ctx context.Context, o Options, old *Credential, host str
 		return nil, fmt.Errorf("create renewal ClusterRegistration at %s: %w", host, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Registering again with the renewal identity", "ClusterRegistration", cr.Name)
-	data, err := waitForSecret(ctx, cfg, old.sysNS, names.RegistrationSecretName(clientID, random), o.WaitTimeout)
+	g := newGrantWatch(c, cr, o.Report)
+	g.waiting(ctx)
+	data, err := waitForSecret(ctx, cfg, old.sysNS, names.RegistrationSecretName(clientID, random), o.WaitTimeout, g.check)
 	if err != nil {
-		return nil, fmt.Errorf("wait for the answer to %s: %w", cr.Name, err)
+		_, err = g.refusal("", fmt.Errorf("wait for the answer to %s: %w", cr.Name, err))
+		return nil, err
 	}
 	d := maps.Clone(data)
 	d[fleetv1alpha1.KeyAPIServerURL], d[fleetv1alpha1.KeyAPIServerCA], d[fleetv1alpha1.KeySystemRegistrationNamespace] = []byte(host), ca, []byte(old.sysNS)
@@ -305,13 +319,23 @@ func register(ctx context.Context, o Options, boot map[string][]byte) (*Credenti
 		Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: random, ClusterLabels: labels},
 	}
 	if err := ic.Create(ctx, cr); err != nil {
+		if apierrors.IsUnauthorized(err) {
+			err = fmt.Errorf("%w: %s", err, importTokenRejected)
+		}
 		return nil, &Failure{fleetv1alpha1.ReasonRegistrationFailed, fmt.Errorf("create ClusterRegistration at %s: %w", host, err)}
 	}
 	secretName := names.RegistrationSecretName(clientID, random)
 	ctrl.LoggerFrom(ctx).V(1).Info("Waiting for registration secret", "ClusterRegistration", cr.Name, "secret", secretName)
-	data, err := waitForSecret(ctx, importCfg, sysNS, secretName, o.WaitTimeout)
+	g := newGrantWatch(ic, cr, o.Report)
+	g.waiting(ctx)
+	data, err := waitForSecret(ctx, importCfg, sysNS, secretName, o.WaitTimeout, g.check)
 	if err != nil {
-		return nil, &Failure{fleetv1alpha1.ReasonRegistrationFailed, fmt.Errorf("wait for registration secret of %s: %w", cr.Name, err)}
+		err = fmt.Errorf("wait for registration secret of %s: %w", cr.Name, err)
+		if apierrors.IsUnauthorized(err) {
+			err = fmt.Errorf("%w: %s", err, importTokenRejected)
+		}
+		reason, err := g.refusal(fleetv1alpha1.ReasonRegistrationFailed, err)
+		return nil, &Failure{reason, err}
 	}
 	d := maps.Clone(data)
 	d[fleetv1alpha1.KeyAPIServerURL], d[fleetv1alpha1.KeyAPIServerCA], d[fleetv1alpha1.KeySystemRegistrationNamespace] = []byte(host), ca, []byte(sysNS)
@@ -351,9 +375,83 @@ func identity(ctx context.Context, o Options) (string, map[string]string, error)
 	return id, labels, nil
 }
 
+// grantWatch follows a ClusterRegistration while its agent waits for the answer: it reports the
+// wait, and a refusal (Granted=False) where the registering identity may read the registration.
+// drover's import and renewal identities may only create registrations: their reads are
+// refused, and the first refusal ends the checks (the wait is still reported, with where to
+// look on the management cluster).
+type grantWatch struct {
+	c      client.Reader
+	key    client.ObjectKey
+	report func(ctx context.Context, reason, message string)
+	// unreadable: the identity may not read the registration.
+	unreadable bool
+	next       time.Time
+	// refused is the last refusal reported (nil: none).
+	refused *metav1.Condition
+}
+
+// grantCheckInterval is how often a readable ClusterRegistration's status is read while its
+// agent waits.
+const grantCheckInterval = 3 * time.Second
+
+func newGrantWatch(c client.Reader, cr *fleetv1alpha1.ClusterRegistration, report func(context.Context, string, string)) *grantWatch {
+	return &grantWatch{c: c, key: client.ObjectKeyFromObject(cr), report: report}
+}
+
+func (g *grantWatch) send(ctx context.Context, reason, msg string) {
+	if g.report != nil {
+		g.report(ctx, reason, msg)
+	}
+}
+
+// waiting reports that the agent waits for the answer.
+func (g *grantWatch) waiting(ctx context.Context) {
+	ctrl.LoggerFrom(ctx).Info("Waiting for the management cluster to grant the registration", "ClusterRegistration", g.key.String())
+	g.send(ctx, fleetv1alpha1.ReasonPending, fmt.Sprintf("Waiting for the management cluster to grant ClusterRegistration %s. "+
+		"If it is refused, its Granted condition on the management cluster says why: kubectl -n %s describe clusterregistration %s",
+		g.key, g.key.Namespace, g.key.Name))
+}
+
+// check reads the registration's Granted condition (at most every grantCheckInterval) and
+// reports and logs a refusal, once per reason and message.
+func (g *grantWatch) check(ctx context.Context) {
+	if g.unreadable || time.Now().Before(g.next) {
+		return
+	}
+	g.next = time.Now().Add(grantCheckInterval)
+	log := ctrl.LoggerFrom(ctx).WithValues("ClusterRegistration", g.key.String())
+	cr := &fleetv1alpha1.ClusterRegistration{}
+	if err := g.c.Get(ctx, g.key, cr); err != nil {
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			g.unreadable = true
+		}
+		log.V(1).Info("Cannot read the registration's status", "error", err.Error())
+		return
+	}
+	c := meta.FindStatusCondition(cr.Status.Conditions, fleetv1alpha1.ConditionGranted)
+	if cr.Status.Granted || c == nil || c.Status != metav1.ConditionFalse ||
+		g.refused != nil && g.refused.Reason == c.Reason && g.refused.Message == c.Message {
+		return
+	}
+	g.refused = c.DeepCopy()
+	log.Info("Registration refused by the management cluster; waiting in case it is granted later", "reason", c.Reason, "message", c.Message)
+	g.send(ctx, c.Reason, fmt.Sprintf("ClusterRegistration %s was refused by the management cluster (%s): %s", g.key, c.Reason, c.Message))
+}
+
+// refusal returns reason and err as they are, or, when a refusal was seen, its reason and err
+// saying it.
+func (g *grantWatch) refusal(reason string, err error) (string, error) {
+	if g.refused == nil {
+		return reason, err
+	}
+	return g.refused.Reason, fmt.Errorf("ClusterRegistration %s was refused (%s: %s): %w", g.key, g.refused.Reason, g.refused.Message, err)
+}
+
 // waitForSecret watches the one registration secret (a name-scoped watch, which is all the
-// import identity may do) instead of polling, so N agents cost N watches, not N×polls.
-func waitForSecret(ctx context.Context, cfg *rest.Config, ns, name string, timeout time.Duration) (map[string][]byte, error) {
+// import identity may do) instead of polling, so N agents cost N watches, not N×polls. Until
+// the watch is allowed, each retry runs check first.
+func waitForSecret(ctx context.Context, cfg *rest.Config, ns, name string, timeout time.Duration, check func(context.Context)) (map[string][]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -373,8 +471,14 @@ func waitForSecret(ctx context.Context, cfg *rest.Config, ns, name string, timeo
 				}
 			}
 			w.Stop()
+		} else if apierrors.IsUnauthorized(err) {
+			// The identity itself was deleted (or its token expired): waiting cannot help.
+			return nil, fmt.Errorf("watch registration secret: %w", err)
 		} else if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
 			ctrl.LoggerFrom(ctx).V(1).Info("Watching registration secret failed, retrying", "error", err.Error())
+		}
+		if check != nil {
+			check(ctx)
 		}
 		if err := pause(ctx, jitter(delay)); err != nil {
 			return nil, err
