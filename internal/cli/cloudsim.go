@@ -100,7 +100,7 @@ picks free ports. Credentials and key files are written to --dir.`,
 				serve("EKS", l, s)
 				url := "http://" + l.Addr().String()
 				fmt.Fprintf(out, `EKS simulator: %s
-  AWS CLI / SDK:  export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_REGION=us-west-2
+  AWS CLI / SDK:  export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_DEFAULT_REGION=us-west-2
                   aws eks list-clusters --endpoint-url %s
   drover secret:  kubectl create secret generic aws --from-literal=accessKeyID=%s \
                     --from-literal=secretAccessKey=%s --from-literal=endpoint=%s
@@ -135,8 +135,12 @@ picks free ports. Credentials and key files are written to --dir.`,
   az CLI:    export REQUESTS_CA_BUNDLE=%s
              az cloud register -n DroverSim --endpoint-resource-manager %s && az cloud set -n DroverSim
              az login --service-principal -u %s -p %s --tenant %s
+  drover secret:  kubectl create secret generic azure --from-literal=tenantID=%s --from-literal=subscriptionID=%s \
+                    --from-literal=clientID=%s --from-literal=clientSecret=%s \
+                    --from-literal=authorityHost=%s/ --from-literal=resourceManagerEndpoint=%s --from-file=caPEM=%s
 `, s.URL(), caFile, simAzureTenant, simAzureClient, simAzureSecret, simAzureSub, s.URL(), s.URL(),
-					caFile, s.URL(), simAzureClient, simAzureSecret, simAzureTenant)
+					caFile, s.URL(), simAzureClient, simAzureSecret, simAzureTenant,
+					simAzureTenant, simAzureSub, simAzureClient, simAzureSecret, s.URL(), s.URL(), caFile)
 			}
 			if useGKE {
 				l, err := listenOn("GKE", addr(2))
@@ -158,7 +162,8 @@ picks free ports. Credentials and key files are written to --dir.`,
 				fmt.Fprintf(out, `GKE simulator (container/v1): %s
   service-account key: %s (project %s; token_uri points at the simulator)
   Go SDK: container.NewService(ctx, option.WithEndpoint("%s/"), option.WithAuthCredentialsFile(option.ServiceAccount, "%s"))
-`, url, keyFile, simGoogleProjec, url, keyFile)
+  drover secret:  kubectl create secret generic gcp --from-file=serviceAccountJSON=%s --from-literal=endpoint=%s
+`, url, keyFile, simGoogleProjec, url, keyFile, keyFile, url)
 			}
 			fmt.Fprintf(out, "Faults: %s. Ctrl-C stops.\n", orDash(faults))
 			<-cmd.Context().Done()

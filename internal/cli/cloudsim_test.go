@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,15 @@ func TestCloudsimServesTheSDKs(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
+	// The credential Secret each provider needs, ready to paste.
+	for _, want := range []string{
+		"--from-literal=endpoint=" + eksURL, "AWS_DEFAULT_REGION=us-west-2",
+		"kubectl create secret generic gcp --from-file=serviceAccountJSON=" + keyFile + " --from-literal=endpoint=" + gkeURL,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("cloudsim output lacks %q:\n%s", want, out)
+		}
+	}
 	ec := eks.NewClient(eksURL, "us-west-2", eks.DefaultAccessKeyID, eks.DefaultSecretAccessKey)
 	if _, err := ec.ListClusters(ctx, &awseks.ListClustersInput{}); err != nil {
 		t.Fatalf("EKS ListClusters against cloudsim: %v", err)

@@ -688,7 +688,7 @@ func (ps *pass) connect(ctx context.Context) (Session, reconcile.Result, error) 
 func (ps *pass) providerError(op string, err error) (reconcile.Result, error) {
 	switch {
 	case errors.Is(err, ErrCredentials):
-		ps.setCondition(CondCredentials, metav1.ConditionFalse, v1.ReasonRejected, "The provider rejected the credentials ("+stableMessage(err)+"). Fix the credential Secret; drover retries with backoff.")
+		ps.setCondition(CondCredentials, metav1.ConditionFalse, v1.ReasonRejected, "The provider rejected the credentials ("+stableMessage(err)+"). Fix the credential Secret, or the account, project or subscription the config names (a provider may refuse a wrong one as forbidden); drover retries with backoff.")
 		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCredentialsInvalid, "See the CredentialsValid condition.")
 	case errors.Is(err, ErrChangedSinceRead):
 		ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonChangedSinceRead, msgChangedSinceRead)
