@@ -217,8 +217,14 @@ func (Provider) Validate(c *v1.Cluster) error {
 		return bad("zone", v1.ReasonRegionAndZone, "set either region (regional cluster) or zone (zonal cluster), not both")
 	case cfg.Region != "" && (!regionRE.MatchString(cfg.Region) || isZone(cfg.Region)):
 		return bad("region", v1.ReasonInvalidLocation, "%q is not a Google Cloud region such as europe-west1", cfg.Region)
-	case cfg.Zone != "" && (!regionRE.MatchString(cfg.Zone) || !isZone(cfg.Zone)):
+	case cfg.Zone != "" && (!regionRE.MatchString(cfg.Zone) || !isZone(cfg.Zone) || !zoneLetterRE.MatchString(cfg.Zone)):
 		return bad("zone", v1.ReasonInvalidLocation, "%q is not a Google Cloud zone such as europe-west1-b", cfg.Zone)
+	case !slices.Contains(Regions, regionOf(location(cfg))):
+		field := "region"
+		if cfg.Zone != "" {
+			field = "zone"
+		}
+		return bad(field, v1.ReasonUnknownRegion, "%q is not in a Google Cloud region that has GKE (e.g. us-central1, europe-west1)", location(cfg))
 	}
 	var master version
 	if cfg.KubernetesVersion != nil {
@@ -348,6 +354,20 @@ var (
 	labelValueRE = regexp.MustCompile(`^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$`)
 	versionRE    = regexp.MustCompile(`^1\.(\d+)(?:\.(\d+)(?:-gke\.(\d+))?)?$`)
 )
+
+// Regions are the Google Cloud regions with GKE. A region missing here is refused
+// (UnknownRegion) rather than sent: a mistyped one would otherwise be found only by the create.
+var Regions = []string{
+	"africa-south1", "asia-east1", "asia-east2", "asia-northeast1", "asia-northeast2", "asia-northeast3", "asia-south1",
+	"asia-south2", "asia-southeast1", "asia-southeast2", "australia-southeast1", "australia-southeast2", "europe-central2",
+	"europe-north1", "europe-north2", "europe-southwest1", "europe-west1", "europe-west2", "europe-west3", "europe-west4",
+	"europe-west6", "europe-west8", "europe-west9", "europe-west10", "europe-west12", "me-central1", "me-central2", "me-west1",
+	"northamerica-northeast1", "northamerica-northeast2", "northamerica-south1", "southamerica-east1", "southamerica-west1",
+	"us-central1", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west2", "us-west3", "us-west4",
+}
+
+// zoneLetterRE: Google Cloud zones end in a letter from a to f.
+var zoneLetterRE = regexp.MustCompile(`-[a-f]$`)
 
 // isZone tells a zone ("us-central1-a") from a region ("us-central1").
 func isZone(l string) bool { return strings.Count(l, "-") == 2 }
