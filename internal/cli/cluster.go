@@ -142,6 +142,8 @@ func printCluster(out io.Writer, cl *v1.Cluster) error {
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "FIELD\tVALUE\tMANAGED\tUPSTREAM")
+	prefix := p.Name() + "Config."
+	conflicts := hosted.ViewConflicts(cl, prefix, rows)
 	for _, r := range rows {
 		managed := "-"
 		if r.Managed {
@@ -151,7 +153,13 @@ func printCluster(out io.Writer, cl *v1.Cluster) error {
 		if r.Drift {
 			upstream = "differs: " + r.Upstream
 		}
-		fmt.Fprintf(w, "%s%s\t%s\t%s\t%s\n", p.Name()+"Config.", r.Path, r.Value, managed, upstream)
+		for _, f := range conflicts {
+			if hosted.CoversField(f.Field, prefix+r.Path) {
+				upstream = strings.TrimPrefix(upstream+"; ", "; ") + "conflict: provider had " + f.Upstream + ", drover's " + f.Config + " applied"
+				break
+			}
+		}
+		fmt.Fprintf(w, "%s%s\t%s\t%s\t%s\n", prefix, r.Path, r.Value, managed, upstream)
 	}
 	return w.Flush()
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted"
@@ -108,25 +106,7 @@ func fieldRows(p hosted.Provider, c *managementv1alpha1.Cluster, events []corev1
 		}
 	}
 	// Conflicts: the Conflict condition, True until the config changes again.
-	var conflicts []hosted.Finding
-	if cond := meta.FindStatusCondition(c.Status.Conditions, hosted.CondConflict); cond != nil && cond.Status == metav1.ConditionTrue {
-		var candidates []string
-		seen := map[string]bool{}
-		for _, r := range view {
-			path, err := merge.ParsePath(r.Path)
-			if err != nil {
-				continue
-			}
-			for i := len(path); i > 0; i-- {
-				f := prefix + path[:i].String()
-				if !seen[f] {
-					seen[f] = true
-					candidates = append(candidates, f)
-				}
-			}
-		}
-		conflicts = hosted.ConflictFindings(cond.Message, candidates)
-	}
+	conflicts := hosted.ViewConflicts(c, prefix, view)
 
 	rows := make([]fieldRow, 0, len(view))
 	for _, v := range view {
@@ -144,7 +124,7 @@ func fieldRows(p hosted.Provider, c *managementv1alpha1.Cluster, events []corev1
 			row.Marks = append(row.Marks, markUnmanaged)
 		}
 		for _, f := range conflicts {
-			if covers(f.Field, row.Path) {
+			if hosted.CoversField(f.Field, row.Path) {
 				row.Marks = append(row.Marks, markConflict)
 				row.ConflictDrover, row.ConflictProvider = f.Config, f.Upstream
 				break
@@ -153,7 +133,7 @@ func fieldRows(p hosted.Provider, c *managementv1alpha1.Cluster, events []corev1
 		// An adoption or a revert marks the field while its config still holds that value.
 		for _, reason := range []string{hosted.EventAdopted, hosted.EventDriftReverted} {
 			for k, f := range latest {
-				if !strings.HasPrefix(k, reason+"\x00") || !covers(f.Field, row.Path) {
+				if !strings.HasPrefix(k, reason+"\x00") || !hosted.CoversField(f.Field, row.Path) {
 					continue
 				}
 				fpath, err := merge.ParsePath(strings.TrimPrefix(f.Field, prefix))
@@ -180,11 +160,6 @@ func fieldRows(p hosted.Provider, c *managementv1alpha1.Cluster, events []corev1
 		rows = append(rows, row)
 	}
 	return rows, upstream == nil, nil
-}
-
-// covers reports whether a finding's field is the row's field or a collection holding it.
-func covers(field, row string) bool {
-	return row == field || strings.HasPrefix(row, field+".") || strings.HasPrefix(row, field+"[")
 }
 
 // value is a field's value as messages show it (JSON).

@@ -3,6 +3,12 @@ package hosted
 import (
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/hosted/merge"
 )
 
 // Reasons of the Events the reconciler records for a field found changed at the provider.
@@ -165,4 +171,35 @@ func ConflictFindings(msg string, fields []string) []Finding {
 		out = append(out, Finding{Reason: EventConflict, Field: s.field, Config: entry[:k], Upstream: entry[k+len(entryProvider):]})
 	}
 	return out
+}
+
+// ViewConflicts reads c's True Conflict condition against the fields of its view (View, with
+// provider prefix prefix, e.g. "eksConfig."): the findings, each naming a field or a collection
+// holding some of the rows (CoversField tells which). None when Conflict is not True.
+func ViewConflicts(c *v1.Cluster, prefix string, view []FieldView) []Finding {
+	cond := meta.FindStatusCondition(c.Status.Conditions, CondConflict)
+	if cond == nil || cond.Status != metav1.ConditionTrue {
+		return nil
+	}
+	var candidates []string
+	seen := map[string]bool{}
+	for _, r := range view {
+		path, err := merge.ParsePath(r.Path)
+		if err != nil {
+			continue
+		}
+		for i := len(path); i > 0; i-- {
+			f := prefix + path[:i].String()
+			if !seen[f] {
+				seen[f] = true
+				candidates = append(candidates, f)
+			}
+		}
+	}
+	return ConflictFindings(cond.Message, candidates)
+}
+
+// CoversField reports whether a finding's field is the row's field or a collection holding it.
+func CoversField(field, row string) bool {
+	return row == field || strings.HasPrefix(row, field+".") || strings.HasPrefix(row, field+"[")
 }

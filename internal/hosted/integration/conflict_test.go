@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -98,6 +99,11 @@ func TestConflictConditionEveryProvider(t *testing.T) {
 		c := cond(got, hosted.CondConflict)
 		if c.Status != "True" || !strings.Contains(c.Message, "[team]") || !strings.Contains(c.Message, `"console"`) || !strings.Contains(c.Message, `"drover"`) {
 			t.Fatalf("Conflict condition %+v, want True naming the field and both values (events: %s)", c, e.events)
+		}
+		// drover cluster get marks the field's row with both values.
+		out, err := runCLI(t, "cluster", "get", "both", "--kubeconfig", kubeconfigFile(t), "-n", e.ns)
+		if err != nil || !regexp.MustCompile(`(?m)^\w+Config\.\w+\[team\] .*conflict: provider had "console", drover's "drover" applied$`).MatchString(out) {
+			t.Errorf("cluster get does not mark the conflicting field: %v\n%s", err, out)
 		}
 		e.clock.Step(refresh + refresh/5)
 		if got = e.settle("both"); !condIs(got, hosted.CondConflict, "True") {
