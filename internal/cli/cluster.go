@@ -301,7 +301,7 @@ func importCluster(cmd *cobra.Command, k *kubeOptions, p hosted.Provider, cl *v1
 	if err := c.Create(ctx, cl); err != nil {
 		return fmt.Errorf("create cluster %s/%s: %w", ns, cl.Name, err)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "Imported %s as %s/%s; nothing is managed until you change a field. Watch it with: drover cluster get %s -n %s\n", what, ns, cl.Name, cl.Name, ns)
+	fmt.Fprintf(cmd.OutOrStdout(), "Cluster %s/%s created to import %s: drover reads it at the provider next (--wait waits for that); nothing is managed until you change a field. Watch it with: drover cluster get %s -n %s\n", ns, cl.Name, what, cl.Name, ns)
 	if !w.wait {
 		return nil
 	}
