@@ -179,14 +179,15 @@ type NonReadyCluster struct {
 type BundleSummary struct {
 	// DesiredReady is the number of targeted clusters.
 	// +optional
-	DesiredReady int `json:"desiredReady,omitempty"`
-	// +optional
+	DesiredReady int `json:"desiredReady"`
 	// Ready BundleDeployments applied the current version and are ready and unmodified.
-	Ready int `json:"ready,omitempty"`
+	// +optional
+	Ready int `json:"ready"`
 	// Pending BundleDeployments have not applied their current deployment ID yet.
 	Pending int `json:"pending,omitempty"`
 	// Modified BundleDeployments have resources changed downstream.
-	Modified int `json:"modified,omitempty"`
+	// +optional
+	Modified int `json:"modified"`
 	// ErrApplied BundleDeployments failed to apply.
 	ErrApplied int `json:"errApplied,omitempty"`
 	// OutOfDate BundleDeployments are held at an older version (paused or maxUnavailable).

@@ -82,7 +82,7 @@ type BundleDeploymentStatus struct {
 	// available, Jobs complete, Pods ready, custom resources with a Ready condition True, no
 	// resource Reconciling, Stalled or past its progress deadline.
 	// +optional
-	Ready bool `json:"ready,omitempty"`
+	Ready bool `json:"ready"`
 	// NonModified is true when no resource has drifted from the applied manifests.
 	// +optional
 	NonModified bool `json:"nonModified,omitempty"`

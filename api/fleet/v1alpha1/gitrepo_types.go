@@ -157,10 +157,10 @@ type GitRepoBundle struct {
 type GitRepoSummary struct {
 	// Bundles is the number of Bundles rendered from the repository.
 	// +optional
-	Bundles int `json:"bundles,omitempty"`
+	Bundles int `json:"bundles"`
 	// ReadyBundles is the number of them ready on every targeted cluster.
 	// +optional
-	ReadyBundles int `json:"readyBundles,omitempty"`
+	ReadyBundles int `json:"readyBundles"`
 }
 
 // GitRepoStatus is what was deployed from the repository.

@@ -52,7 +52,7 @@ type ClusterRegistrationTokenStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=crt,categories=drover
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.status.secretName`
-// +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.expires`
+// +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expires`
 // +kubebuilder:printcolumn:name="Max-Clusters",type=integer,JSONPath=`.spec.maxClusters`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a token's name has at most 63 characters: it labels the objects made for it"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -93,7 +93,7 @@ type ClusterRegistrationSpec struct {
 type ClusterRegistrationStatus struct {
 	// Granted is true once the registration secret was written.
 	// +optional
-	Granted bool `json:"granted,omitempty"`
+	Granted bool `json:"granted"`
 	// ClusterName is the Cluster the registration was matched to.
 	// +optional
 	ClusterName string `json:"clusterName,omitempty"`
