@@ -360,7 +360,17 @@ func (cp *ControlPlane) writeKubeconfigs() error {
 		cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
 		cfg.Contexts["drover"] = &clientcmdapi.Context{Cluster: "drover", AuthInfo: user}
 		cfg.CurrentContext = "drover"
-		if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		// Written whole or not at all (a temporary file renamed): users and tests read the admin
+		// kubeconfig as soon as it appears.
+		b, err := clientcmd.Write(*cfg)
+		if err != nil {
+			return nil, fmt.Errorf("encode kubeconfig %s: %w", path, err)
+		}
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+			return nil, fmt.Errorf("write kubeconfig %s: %w", path, err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
 			return nil, fmt.Errorf("write kubeconfig %s: %w", path, err)
 		}
 		return cfg, nil
