@@ -133,7 +133,11 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 	meta := func(ns, name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}
 	}
-	labelsJSON, err := json.Marshal(o.Labels)
+	clusterLabels := o.Labels
+	if clusterLabels == nil {
+		clusterLabels = map[string]string{} // "{}", not "null", in the ConfigMap people read
+	}
+	labelsJSON, err := json.Marshal(clusterLabels)
 	if err != nil {
 		return nil, fmt.Errorf("encode labels: %w", err)
 	}

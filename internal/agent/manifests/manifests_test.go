@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -58,6 +59,32 @@ func TestNamespacedRBAC(t *testing.T) {
 		}
 		if r.Name == "drover-agent-agent-identity" && (len(r.Rules) != 1 || r.Rules[0].ResourceNames[0] != "kube-system") {
 			t.Errorf("identity ClusterRole %+v, want get kube-system only", r.Rules)
+		}
+	}
+}
+
+// TestConfigMapLabels: the agent ConfigMap's cluster labels are a JSON object, {} without labels
+// (not null, which reads as a mistake to whoever inspects it).
+func TestConfigMapLabels(t *testing.T) {
+	for _, tc := range []struct {
+		labels map[string]string
+		want   string
+	}{{nil, "{}"}, {map[string]string{"env": "prod"}, `{"env":"prod"}`}} {
+		objs, err := Objects(Options{Labels: tc.labels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, u := range objs {
+			if u.GetKind() == "ConfigMap" && u.GetName() == ConfigMap {
+				found = true
+				if got, _, _ := unstructured.NestedString(u.Object, "data", KeyLabels); got != tc.want {
+					t.Errorf("labels %v: ConfigMap %s = %q, want %q", tc.labels, KeyLabels, got, tc.want)
+				}
+			}
+		}
+		if !found {
+			t.Fatal("no agent ConfigMap")
 		}
 	}
 }

@@ -807,6 +807,11 @@ func (ps *pass) leave(ctx context.Context, why string) (reconcile.Result, error)
 			ps.gone = true
 			return reconcile.Result{}, nil
 		}
+		if apierrors.IsConflict(err) {
+			// Another writer (the hosted controller's own finalizer, a status) came first: read
+			// the Cluster again and retry, which is expected during a delete, not an error.
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
 		return reconcile.Result{}, fmt.Errorf("remove the join finalizer from %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	r.left.Store(c.UID, true)
