@@ -91,6 +91,11 @@ pipe the output to 'kubectl apply -f -' against the downstream cluster.`,
 			if err != nil {
 				return err
 			}
+			// The token's namespace: --token-namespace, else -n (or the context's), as every
+			// other command reads its namespace, else drover-default.
+			if !cmd.Flags().Changed("token-namespace") && t.Namespace != "" {
+				ns = t.Namespace
+			}
 			c, err := client.New(t.Config, client.Options{Scheme: register.Scheme})
 			if err != nil {
 				return fmt.Errorf("management client: %w", err)
@@ -121,7 +126,7 @@ pipe the output to 'kubectl apply -f -' against the downstream cluster.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&token, "token", "", "ClusterRegistrationToken name")
-	f.StringVar(&ns, "token-namespace", fleetv1alpha1.DefaultWorkspaceNamespace, "namespace of the token (the workspace)")
+	f.StringVar(&ns, "token-namespace", fleetv1alpha1.DefaultWorkspaceNamespace, "namespace of the token (the workspace; default: -n, else the context's, else drover-default)")
 	f.StringVar(&namespace, "agent-namespace", manifests.DefaultNamespace, "downstream agent namespace")
 	f.StringVar(&image, "image", manifests.DefaultImage(), "agent image (default: this drover's version)")
 	f.StringVar(&clientID, "client-id", "", "clientID (default: the downstream kube-system namespace UID)")

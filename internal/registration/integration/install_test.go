@@ -17,7 +17,8 @@ import (
 )
 
 // TestAgentInstallCommand installs the agent the way an admin does: `drover agent install
-// --token` against the management cluster, the output applied downstream; the agent registers.
+// --token -n WS` against the management cluster (-n names the token's namespace, as in every
+// command), the output applied downstream; the agent registers.
 func TestAgentInstallCommand(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -35,7 +36,7 @@ func TestAgentInstallCommand(t *testing.T) {
 	var out bytes.Buffer
 	cmd := cli.NewRootCommand()
 	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"agent", "install", "--token", "install", "--token-namespace", ws, "--kubeconfig", path, "--agent-namespace", agentNS, "--client-id", "installed-" + ws})
+	cmd.SetArgs([]string{"agent", "install", "--token", "install", "-n", ws, "--kubeconfig", path, "--agent-namespace", agentNS, "--client-id", "installed-" + ws})
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		t.Fatal(err)
 	}
