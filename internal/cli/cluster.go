@@ -193,6 +193,8 @@ func newClusterImportCommand(k *kubeOptions) *cobra.Command {
 	f := eksCmd.Flags()
 	f.StringVar(&name, "name", "", "name of the drover Cluster object (required)")
 	f.StringVar(&displayName, "display-name", "", "EKS cluster name, if different from --name")
+	// --cluster-name, as the AKS and GKE commands call it.
+	f.StringVar(&displayName, "cluster-name", "", "same as --display-name")
 	f.StringVar(&region, "region", "", "AWS region, e.g. us-west-2 (required)")
 	f.StringVar(&credential, "credential", "", "Secret in the namespace with accessKeyID and secretAccessKey (required)")
 	w.add(eksCmd, "the cluster is active", 10*time.Minute)

@@ -99,6 +99,8 @@ func newClusterCreateEKSCommand(k *kubeOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&region, "region", "", "AWS region, e.g. us-west-2 (required unless -f)")
 	f.StringVar(&displayName, "display-name", "", "EKS cluster name, if different from --name")
+	// --cluster-name, as the AKS and GKE commands call it.
+	f.StringVar(&displayName, "cluster-name", "", "same as --display-name")
 	f.StringVar(&serviceRole, "service-role", "", "IAM role ARN of the control plane (required unless -f)")
 	f.StringSliceVar(&subnets, "subnets", nil, "subnet IDs in at least two availability zones (required unless -f)")
 	f.StringSliceVar(&securityGroups, "security-groups", nil, "extra security group IDs")

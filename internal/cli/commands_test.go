@@ -178,6 +178,13 @@ func TestClusterCreateFromFileAndDelete(t *testing.T) {
 			t.Errorf("create %v: %v, want a usage error naming %s", tc.args, err, tc.flag)
 		}
 	}
+	// --cluster-name names the EKS cluster, as it names AKS and GKE ones.
+	if out, errOut, err := drover(t.Context(), append([]string{"cluster", "create", "eks", "--name", "e", "--cluster-name", "prod-eks", "--kubeconfig", kc, "-n", ns}, eksFlags...)...); err != nil {
+		t.Fatalf("create eks --cluster-name: %v\n%s%s", err, out, errOut)
+	}
+	if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "e"}, cl); err != nil || cl.Spec.EKSConfig.DisplayName != "prod-eks" {
+		t.Errorf("EKS cluster name from --cluster-name: %v %+v", err, cl.Spec.EKSConfig)
+	}
 	// AKS from flags alone: the DNS prefix defaults to the cluster name, one system pool.
 	if out, errOut, err := drover(t.Context(), "cluster", "create", "aks", "--name", "pay", "--resource-group", "rg", "--location", "westeurope",
 		"--credential", "azure", "--kubernetes-version", "1.33", "--kubeconfig", kc, "-n", ns); err != nil {
