@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,11 +40,14 @@ type Options struct {
 	// AgentImage is the agent image of Clusters without spec.agentImage (default
 	// manifests.DefaultImage()); it must match registration.Options.AgentImage.
 	AgentImage string
+	// NotReadyGrace: how long workloads may stay not ready before a ResourcesNotReady Event
+	// (default 2m).
+	NotReadyGrace time.Duration
 }
 
 // Setup adds the bundle controllers to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
-	if err := (&Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, Recorder: mgr.GetEventRecorder("drover-bundle")}).SetupWithManager(mgr); err != nil {
+	if err := (&Reconciler{Client: mgr.GetClient(), Workers: opts.Workers, NotReadyGrace: opts.NotReadyGrace, Recorder: mgr.GetEventRecorder("drover-bundle")}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up bundle controller: %w", err)
 	}
 	if opts.ManageAgents {

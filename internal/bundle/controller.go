@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -52,6 +53,11 @@ type Reconciler struct {
 	// Recorder, when set, records Events on Bundles: RolloutHalted, ResourcesNotReady,
 	// DriftCorrected (names and states only, never a resource's values).
 	Recorder events.EventRecorder
+	// NotReadyGrace is how long a cluster's workloads may stay not ready (a rollout in
+	// progress) before a ResourcesNotReady Event is recorded (default 2m).
+	NotReadyGrace time.Duration
+	// now is the clock (time.Now unless a test sets it).
+	now func() time.Time
 
 	// corrections holds, per BundleDeployment UID, the last drift correction announced; started
 	// is when this controller started (corrections before it are not announced again).
@@ -59,6 +65,9 @@ type Reconciler struct {
 	started     time.Time
 	// pending holds this controller's BundleDeployment updates the cache may not show yet.
 	pending pendingWrites
+	// notReady holds, per BundleDeployment UID, the not-ready spell (its Ready condition's
+	// transition time) already announced.
+	notReady sync.Map
 }
 
 // SetupWithManager registers the controller.
@@ -69,7 +78,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Concurrency == 0 {
 		r.Concurrency = 8
 	}
-	r.started = time.Now()
+	if r.NotReadyGrace == 0 {
+		r.NotReadyGrace = 2 * time.Minute
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	r.started = r.now()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &fleetv1alpha1.BundleDeployment{}, bundleIndex, func(o client.Object) []string {
 		if k := bundleKey(o); k != "" {
 			return []string{k}
@@ -249,9 +264,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := p.writeStatus(ctx); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.record(b, p.before, p.bds)
+	recheck := r.record(b, p.before, p.bds)
 	for _, bd := range p.remove {
 		r.corrections.Delete(bd.UID)
+		r.notReady.Delete(bd.UID)
 		r.pending.forget(bd.UID)
 	}
 	// Contents this Bundle stopped using go when no other Bundle lists them.
@@ -261,7 +277,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			released = append(released, c)
 		}
 	}
-	return ctrl.Result{}, content.DeleteUnused(ctx, r.Client, b.Namespace, b.Name, released)
+	return ctrl.Result{RequeueAfter: recheck}, content.DeleteUnused(ctx, r.Client, b.Namespace, b.Name, released)
 }
 
 // finalize deletes the BundleDeployments of a Bundle that is gone or being deleted (they live
@@ -635,8 +651,10 @@ func failedAt(bds []*fleetv1alpha1.BundleDeployment, id func(*fleetv1alpha1.Bund
 }
 
 // record updates b's metrics and records Events for what changed since before: the rollout
-// halted, clusters whose resources became not ready, drift corrected by agents.
-func (r *Reconciler) record(b, before *fleetv1alpha1.Bundle, bds []*fleetv1alpha1.BundleDeployment) {
+// halted, clusters whose resources stayed not ready for NotReadyGrace, drift corrected by
+// agents. It returns when to look again for a not-ready spell still within its grace (0: no
+// need).
+func (r *Reconciler) record(b, before *fleetv1alpha1.Bundle, bds []*fleetv1alpha1.BundleDeployment) time.Duration {
 	key := client.ObjectKeyFromObject(b).String()
 	s := b.Status.Summary
 	ready := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady)
@@ -658,16 +676,36 @@ func (r *Reconciler) record(b, before *fleetv1alpha1.Bundle, bds []*fleetv1alpha
 		(old == nil || old.Reason != fleetv1alpha1.EventRolloutHalted) {
 		event(corev1.EventTypeWarning, fleetv1alpha1.EventRolloutHalted, "%s", ready.Message)
 	}
-	wasNotReady := map[string]bool{}
-	for _, c := range before.Status.Summary.NonReadyClusters {
-		if c.State == "NotReady" {
-			wasNotReady[c.Name] = true
-		}
+	// Workloads are not ready for a while during every rollout: a Warning only for those not
+	// ready for longer than the grace, once per spell.
+	var recheck time.Duration
+	byCluster := map[string]*fleetv1alpha1.BundleDeployment{}
+	for _, bd := range bds {
+		byCluster[bd.Labels[fleetv1alpha1.ClusterLabel]] = bd
 	}
+	now := r.now()
 	for _, c := range s.NonReadyClusters {
-		if c.State == "NotReady" && !wasNotReady[c.Name] {
-			event(corev1.EventTypeWarning, fleetv1alpha1.EventResourcesNotReady, "Cluster %s: %s", c.Name, c.Message)
+		bd := byCluster[c.Name]
+		if c.State != StateNotReady || bd == nil {
+			continue
 		}
+		cond := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionReady)
+		if cond == nil {
+			continue
+		}
+		since := cond.LastTransitionTime.Time
+		if left := since.Add(r.NotReadyGrace).Sub(now); left > 0 {
+			if recheck == 0 || left < recheck {
+				recheck = left
+			}
+			continue
+		}
+		if prev, ok := r.notReady.Load(bd.UID); ok && prev.(time.Time).Equal(since) || since.Add(r.NotReadyGrace).Before(r.started) {
+			continue // announced, or by the controller that ran before this one
+		}
+		r.notReady.Store(bd.UID, since)
+		event(corev1.EventTypeWarning, fleetv1alpha1.EventResourcesNotReady, "Cluster %s: not ready for %s: %s", c.Name,
+			duration.HumanDuration(now.Sub(since)), c.Message)
 	}
 	for _, bd := range bds {
 		cond := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionDriftCorrected)
@@ -685,6 +723,7 @@ func (r *Reconciler) record(b, before *fleetv1alpha1.Bundle, bds []*fleetv1alpha
 		r.corrections.Store(bd.UID, at)
 		event(corev1.EventTypeNormal, fleetv1alpha1.EventDriftCorrected, "Cluster %s: %s", bd.Labels[fleetv1alpha1.ClusterLabel], cond.Message)
 	}
+	return recheck
 }
 
 func readyAt(bd *fleetv1alpha1.BundleDeployment, id string) bool {

@@ -142,7 +142,7 @@ func setup(ctx context.Context) error {
 	if err := registration.Setup(ctx, mgr, mgr.GetClient(), registration.Options{}); err != nil {
 		return err
 	}
-	if err := bundle.Setup(mgr, bundle.Options{ManageAgents: true}); err != nil {
+	if err := bundle.Setup(mgr, bundle.Options{ManageAgents: true, NotReadyGrace: 3 * time.Second}); err != nil {
 		return err
 	}
 	go func() {
