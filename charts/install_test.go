@@ -279,7 +279,7 @@ func TestDroverChartInstallUninstall(t *testing.T) {
 	envtest.Eventually(t, 30*time.Second, func() error {
 		_, err := sacs.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "clusterrole-aggregation-controller", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only for its own identities") {
-			return fmt.Errorf("token of kube-system/clusterrole-aggregation-controller as drover-system/drover: %v, want refused by drover-server-credentials", err)
+			return fmt.Errorf("token of kube-system/clusterrole-aggregation-controller as drover-system/drover: %w, want refused by drover-server-credentials", err)
 		}
 		return nil
 	})

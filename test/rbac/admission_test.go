@@ -84,7 +84,7 @@ func TestServerTokensOnlyForItsIdentities(t *testing.T) {
 		_, err := server.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, "clusterrole-aggregation-controller",
 			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
 		if !apierrors.IsForbidden(err) {
-			return fmt.Errorf("token for kube-system/clusterrole-aggregation-controller: %v, want Forbidden", err)
+			return fmt.Errorf("token for kube-system/clusterrole-aggregation-controller: %w, want Forbidden", err)
 		}
 		return nil
 	})
