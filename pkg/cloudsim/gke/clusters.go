@@ -78,7 +78,9 @@ func handleCreateCluster(s *Server, r *http.Request, rt *route) ([]byte, *apiErr
 	now := s.clock.Now()
 	s.ipSeq++
 	c.CreateTime = now.UTC().Format(time.RFC3339)
-	c.Endpoint = fmt.Sprintf("34.%d.%d.%d", 64+(s.ipSeq>>16)&63, (s.ipSeq>>8)&255, s.ipSeq&255)
+	// Without a backing API server an endpoint nobody answers on: 198.18.0.0/15 (RFC 2544,
+	// benchmarking) is routed nowhere, unlike GKE's own 34.x addresses, which are Google's.
+	c.Endpoint = fmt.Sprintf("198.%d.%d.%d", 18+(s.ipSeq>>16)&1, (s.ipSeq>>8)&255, s.ipSeq&255)
 	rec := &clusterRec{project: rt.project, key: key, c: c}
 	if s.backend != nil {
 		rec.setBackend(s.backend)
