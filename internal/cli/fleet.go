@@ -172,8 +172,8 @@ var tokenColumns = []column[*fleetv1alpha1.ClusterRegistrationToken]{
 	// Registered of the limit; a token without spec.maxClusters keeps no count. The import token
 	// drover issues for one Cluster (manager-initiated registration) registers that one only.
 	{name: "CLUSTERS", cell: func(t *fleetv1alpha1.ClusterRegistrationToken) string {
-		if t.Labels[fleetv1alpha1.ClusterUIDLabel] != "" {
-			return t.Labels[fleetv1alpha1.ClusterLabel] + " only"
+		if name, _, bound := t.BoundCluster(); bound {
+			return name + " only"
 		}
 		if t.Spec.MaxClusters == nil {
 			return "any"

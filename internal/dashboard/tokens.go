@@ -105,11 +105,9 @@ func newTokenView(t *fleetv1alpha1.ClusterRegistrationToken, now time.Time) toke
 // makes for a manager-initiated registration: the registration controller admits only that
 // Cluster's UID) and names it.
 func boundCluster(t *fleetv1alpha1.ClusterRegistrationToken) (string, bool) {
-	if t.Labels[fleetv1alpha1.ClusterUIDLabel] == "" {
-		return "", false
+	name, _, bound := t.BoundCluster()
+	if bound && name == "" {
+		name = "(unnamed)"
 	}
-	if name := t.Labels[fleetv1alpha1.ClusterLabel]; name != "" {
-		return name, true
-	}
-	return "(unnamed)", true
+	return name, bound
 }

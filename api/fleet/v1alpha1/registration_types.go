@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ClusterRegistrationTokenSpec is the desired state of a registration token.
@@ -131,4 +132,15 @@ type ClusterRegistrationList struct {
 func init() {
 	SchemeBuilder.Register(&ClusterRegistrationToken{}, &ClusterRegistrationTokenList{},
 		&ClusterRegistration{}, &ClusterRegistrationList{})
+}
+
+// BoundCluster is the Cluster a token registers alone — drover's per-cluster import token for
+// manager-initiated registration, labelled with the Cluster's UID (fleet.drover.io/cluster-uid)
+// and name — and whether it is one; a token made for people registers any cluster.
+func (t *ClusterRegistrationToken) BoundCluster() (name string, uid types.UID, bound bool) {
+	u := t.Labels[ClusterUIDLabel]
+	if u == "" {
+		return "", "", false
+	}
+	return t.Labels[ClusterLabel], types.UID(u), true
 }

@@ -267,8 +267,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// a refused registration does not use one up.
 	importSA, tok, err := r.importIdentity(ctx, cr, renewal != nil)
 	if err == nil && tok != nil {
-		if boundTo := tok.Labels[fleetv1alpha1.ClusterUIDLabel]; boundTo != "" {
-			err = r.checkBoundCluster(ctx, cr, boundTo)
+		if _, uid, isBound := tok.BoundCluster(); isBound {
+			err = r.checkBoundCluster(ctx, cr, string(uid))
 		}
 	}
 	if err == nil {
@@ -278,7 +278,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err == nil && renewal == nil {
 		existing, err = r.clusterFor(ctx, cr)
 	}
-	if err == nil && existing != nil && tok != nil && tok.Labels[fleetv1alpha1.ClusterUIDLabel] == "" {
+	if err == nil && existing != nil && tok != nil && !bound(tok) {
 		err = checkTakeover(existing, tok, siblings)
 	}
 	if err == nil && tok != nil {
@@ -573,7 +573,7 @@ func checkTakeover(c *fleetv1alpha1.Cluster, tok *fleetv1alpha1.ClusterRegistrat
 // it) are not recorded: they register nothing else, and a record would cost every imported
 // cluster a write.
 func (r *Reconciler) recordToken(ctx context.Context, c *fleetv1alpha1.Cluster, tok *fleetv1alpha1.ClusterRegistrationToken) error {
-	if tok == nil || tok.Labels[fleetv1alpha1.ClusterUIDLabel] != "" {
+	if tok == nil || bound(tok) {
 		return nil
 	}
 	_, allowed := c.Annotations[fleetv1alpha1.AllowRegistrationTokenAnnotation]
@@ -601,7 +601,7 @@ func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.
 		return existing, nil
 	}
 	annotations := map[string]string{clusterctrl.RegisteringAnnotation: cr.Name}
-	if tok != nil && tok.Labels[fleetv1alpha1.ClusterUIDLabel] == "" {
+	if tok != nil && !bound(tok) {
 		annotations[fleetv1alpha1.RegistrationTokenAnnotation] = string(tok.UID)
 	}
 	c := &fleetv1alpha1.Cluster{
@@ -620,7 +620,7 @@ func (r *Reconciler) findOrCreateCluster(ctx context.Context, cr *fleetv1alpha1.
 		if c.Spec.ClientID != cr.Spec.ClientID {
 			return nil, deniedError{fleetv1alpha1.ReasonClusterConflict, fmt.Sprintf("Cluster %s exists with another clientID", c.Name)}
 		}
-		if tok != nil && tok.Labels[fleetv1alpha1.ClusterUIDLabel] == "" {
+		if tok != nil && !bound(tok) {
 			if err := checkTakeover(c, tok, nil); err != nil {
 				return nil, err
 			}
@@ -1014,4 +1014,10 @@ func (r *Reconciler) delete(ctx context.Context, cr *fleetv1alpha1.ClusterRegist
 		return fmt.Errorf("remove finalizer: %w", err)
 	}
 	return nil
+}
+
+// bound reports whether tok is drover's import token of one Cluster.
+func bound(tok *fleetv1alpha1.ClusterRegistrationToken) bool {
+	_, _, ok := tok.BoundCluster()
+	return ok
 }

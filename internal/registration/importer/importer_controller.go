@@ -379,7 +379,8 @@ func (r *Reconciler) tokenPending(ctx context.Context, c *fleetv1alpha1.Cluster)
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: names.ImportTokenName(c.Name)}, tok); err != nil {
 		return false // importValues handles a missing token and errors
 	}
-	return tok.Labels[fleetv1alpha1.ClusterUIDLabel] == string(c.UID) && tok.Status.SecretName == ""
+	_, uid, _ := tok.BoundCluster()
+	return uid == c.UID && tok.Status.SecretName == ""
 }
 
 // importValues returns the values of the cluster's import token, creating the token if needed.
