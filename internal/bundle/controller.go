@@ -683,7 +683,13 @@ func (r *Reconciler) record(b, before *fleetv1alpha1.Bundle, bds []*fleetv1alpha
 	for _, bd := range bds {
 		byCluster[bd.Labels[fleetv1alpha1.ClusterLabel]] = bd
 	}
-	now := r.now()
+	now, grace := time.Now(), r.NotReadyGrace
+	if r.now != nil {
+		now = r.now()
+	}
+	if grace <= 0 {
+		grace = 2 * time.Minute
+	}
 	for _, c := range s.NonReadyClusters {
 		bd := byCluster[c.Name]
 		if c.State != StateNotReady || bd == nil {
@@ -694,13 +700,13 @@ func (r *Reconciler) record(b, before *fleetv1alpha1.Bundle, bds []*fleetv1alpha
 			continue
 		}
 		since := cond.LastTransitionTime.Time
-		if left := since.Add(r.NotReadyGrace).Sub(now); left > 0 {
+		if left := since.Add(grace).Sub(now); left > 0 {
 			if recheck == 0 || left < recheck {
 				recheck = left
 			}
 			continue
 		}
-		if prev, ok := r.notReady.Load(bd.UID); ok && prev.(time.Time).Equal(since) || since.Add(r.NotReadyGrace).Before(r.started) {
+		if prev, ok := r.notReady.Load(bd.UID); ok && prev.(time.Time).Equal(since) || since.Add(grace).Before(r.started) {
 			continue // announced, or by the controller that ran before this one
 		}
 		r.notReady.Store(bd.UID, since)
