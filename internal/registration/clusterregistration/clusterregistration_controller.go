@@ -153,18 +153,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 
 // registrationsOfToken are the registrations a token has not granted (yet).
 func (r *Reconciler) registrationsOfToken(ctx context.Context, o client.Object) []reconcile.Request {
-	var list fleetv1alpha1.ClusterRegistrationList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{fleetv1alpha1.TokenLabel: o.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the registrations of a token", "token", o.GetName())
-		return nil
-	}
-	var reqs []reconcile.Request
-	for i := range list.Items {
-		if !list.Items[i].Status.Granted {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return reqs
+	return r.ungranted(ctx, "token "+o.GetName(), client.InNamespace(o.GetNamespace()), client.MatchingLabels{fleetv1alpha1.TokenLabel: o.GetName()})
 }
 
 // refusedRegistrations are the registrations of a Cluster's clientID not granted yet: when an
@@ -175,9 +164,15 @@ func (r *Reconciler) refusedRegistrations(ctx context.Context, o client.Object) 
 	if !ok || c.Spec.ClientID == "" {
 		return nil
 	}
+	return r.ungranted(ctx, "Cluster "+c.Name, client.InNamespace(c.Namespace), client.MatchingFields{ClientIDIndex: c.Spec.ClientID})
+}
+
+// ungranted are the registrations the options select that are not granted (yet); what names
+// them in the log.
+func (r *Reconciler) ungranted(ctx context.Context, what string, opts ...client.ListOption) []reconcile.Request {
 	var list fleetv1alpha1.ClusterRegistrationList
-	if err := r.Client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{ClientIDIndex: c.Spec.ClientID}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the registrations of a Cluster", "Cluster", c.Name)
+	if err := r.Client.List(ctx, &list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing registrations", "of", what)
 		return nil
 	}
 	var reqs []reconcile.Request
