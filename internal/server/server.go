@@ -236,7 +236,10 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	go func() { mgrErr <- mgr.Start(runCtx) }()
 
 	if cp != nil {
-		fmt.Fprintf(out, "drover is running. Use the embedded cluster with:\n  export KUBECONFIG=%s\n  kubectl get clusters.management.drover.io -A\n", cp.KubeconfigPath())
+		self := os.Args[0] // the drover the user ran, as they typed it (bin/drover under make run)
+		fmt.Fprintf(out, "drover is running. Use the embedded cluster with:\n  export KUBECONFIG=%s\n"+
+			"  %s check            # is everything working?\n  %s cluster list -A  # hosted clusters (EKS, AKS, GKE)\n  %s fleet list -A    # registered clusters\n",
+			cp.KubeconfigPath(), self, self, self)
 	} else {
 		fmt.Fprintf(out, "drover is running against %s\n", cfg.Host)
 	}
