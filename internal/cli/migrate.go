@@ -19,6 +19,7 @@ import (
 	migrationv1alpha1 "github.com/droverhq/drover/api/migration/v1alpha1"
 	"github.com/droverhq/drover/internal/migration"
 	"github.com/droverhq/drover/internal/migration/checks"
+	"github.com/droverhq/drover/internal/migration/controller"
 	"github.com/droverhq/drover/internal/migration/rke1"
 	"github.com/droverhq/drover/internal/migration/rke2"
 	"github.com/droverhq/drover/internal/server"
@@ -219,19 +220,59 @@ func (o *migrateOptions) apply(cmd *cobra.Command, out io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	err := o.applyCtx(ctx, out)
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+	err := o.applyCtx(ctx, cmd, out)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		return withCode(ExitNotReady, fmt.Errorf("timed out after %s (progress is saved: apply again to resume): %w", o.timeout, err))
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return fmt.Errorf("interrupted; the saved state is consistent: run apply again to resume: %w", err)
 	}
 	return err
 }
 
-func (o *migrateOptions) applyCtx(ctx context.Context, out io.Writer) error {
+// lock takes the state file's lock for one apply or rollback.
+func lockState(eng *migration.Engine) (func(), error) {
+	fs, ok := eng.Store.(migration.FileStore)
+	if !ok {
+		return func() {}, nil
+	}
+	unlock, err := fs.Lock()
+	if errors.Is(err, migration.ErrLocked) {
+		return nil, fmt.Errorf("%w: wait for it to finish, or stop it, and run this again", err)
+	}
+	return unlock, err
+}
+
+// warnSettings warns about each migration flag given on a resumed apply whose value differs
+// from the saved one: the saved settings win, since the recorded progress was made with them.
+func (o *migrateOptions) warnSettings(cmd *cobra.Command, saved migrationv1alpha1.CloudProviderMigrationSpec) {
+	lm := saved.LeaderMigration == nil || *saved.LeaderMigration
+	for _, f := range []struct{ flag, given, saved string }{
+		{"kubernetes-version", o.kubernetesVersion, saved.KubernetesVersion},
+		{"leader-migration", fmt.Sprint(o.leaderMigration), fmt.Sprint(lm)},
+		{"keep-ccm-leader-migration", fmt.Sprint(o.keepCCMLeaderMigration), fmt.Sprint(saved.CCM.KeepLeaderMigration)},
+		{"ccm-image-tag", o.imageTag, saved.CCM.ImageTag},
+		{"ccm-chart-version", o.chartVersion, saved.CCM.ChartVersion},
+	} {
+		if fl := cmd.Flags().Lookup(f.flag); fl != nil && fl.Changed && f.given != f.saved {
+			fmt.Fprintf(cmd.ErrOrStderr(), "Warning: --%s=%s is ignored: resuming with the saved value %q (a migration's settings cannot change once started)\n", f.flag, f.given, f.saved)
+		}
+	}
+}
+
+func (o *migrateOptions) applyCtx(ctx context.Context, cmd *cobra.Command, out io.Writer) error {
 	eng, err := o.engine(ctx, out)
 	if err != nil {
 		return err
 	}
-	if _, err := eng.Store.Load(ctx); errors.Is(err, migration.ErrNoState) {
+	unlock, err := lockState(eng)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	saved, err := eng.Store.Load(ctx)
+	switch {
+	case errors.Is(err, migration.ErrNoState):
 		p, err := eng.Plan(ctx, o.spec())
 		if err != nil {
 			return err
@@ -240,11 +281,26 @@ func (o *migrateOptions) applyCtx(ctx context.Context, out io.Writer) error {
 			p.Print(out)
 			return withCode(ExitRefused, errors.New("the cluster is not eligible for migration (see above)"))
 		}
-	} else if err == nil {
+	case err != nil:
+		return err
+	default:
 		fmt.Fprintln(out, "Resuming from", eng.Store.(migration.FileStore).Path)
+		o.warnSettings(cmd, saved.Spec)
 	}
 	if err := eng.Init(ctx, o.spec()); err != nil {
 		return err
+	}
+	if saved != nil && saved.Status.Phase == migrationv1alpha1.PhaseRollingBack {
+		return withCode(ExitNotReady, migration.ErrRollbackInProgress)
+	}
+	if saved != nil && saved.Status.Phase == migrationv1alpha1.PhaseFailed {
+		i := int(saved.Status.CurrentStep)
+		if i >= 0 && i < len(saved.Status.Steps) {
+			fmt.Fprintf(out, "Retrying step %d %s, which failed: %s\n", i, saved.Status.Steps[i].Name, oneLine(saved.Status.Steps[i].Message))
+		}
+		if _, _, err := eng.RetryFailed(ctx); err != nil {
+			return err
+		}
 	}
 	st, err := eng.Store.Load(ctx)
 	if err != nil {
@@ -256,6 +312,10 @@ func (o *migrateOptions) applyCtx(ctx context.Context, out io.Writer) error {
 	if err := eng.Run(ctx); err != nil {
 		if ctx.Err() != nil {
 			return err
+		}
+		var fe *migration.FailedError
+		if errors.As(err, &fe) {
+			err = fmt.Errorf("%w\nFix the cause and run apply again to retry step %d %s, or roll back (drover migrate cloud-provider rollback, while the configured version is below 1.27)", err, fe.Step, migration.StepNames[fe.Step])
 		}
 		return withCode(ExitNotReady, err)
 	}
@@ -276,7 +336,10 @@ func (o *migrateOptions) status(cmd *cobra.Command, out io.Writer) error {
 	}
 	st, err := eng.Store.Load(cmd.Context())
 	if errors.Is(err, migration.ErrNoState) {
-		fmt.Fprintln(out, "No migration started (no state file)")
+		fmt.Fprintf(out, "No migration started (no state file %s)\n", eng.Store.(migration.FileStore).Path)
+		if hint := o.serverMigrationHint(cmd.Context(), eng); hint != "" {
+			fmt.Fprintln(out, hint)
+		}
 		return nil
 	}
 	if err != nil {
@@ -289,12 +352,47 @@ func (o *migrateOptions) status(cmd *cobra.Command, out io.Writer) error {
 	return nil
 }
 
+// serverMigrationHint says which CloudProviderMigrations (run by drover server) target the
+// --cluster of an rke2 migration, and how to roll them back ("" if none, or not knowable).
+func (o *migrateOptions) serverMigrationHint(ctx context.Context, eng *migration.Engine) string {
+	obj, ok := eng.Dist.(*rke2.Object)
+	if !ok {
+		return ""
+	}
+	var list migrationv1alpha1.CloudProviderMigrationList
+	if err := obj.Client.List(ctx, &list); err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, m := range list.Items {
+		if r := m.Spec.ClusterRef; r != nil && r.Namespace == obj.Key.Namespace && r.Name == obj.Key.Name {
+			fmt.Fprintf(&b, "CloudProviderMigration %s/%s targets cluster %s: it is run by drover server, not from a state file. Follow it with `drover migrate get -n %s %s`; roll it back with `kubectl -n %s annotate cloudprovidermigration %s %s=true`.\n",
+				m.Namespace, m.Name, obj.Key, m.Namespace, m.Name, m.Namespace, m.Name, controller.RollbackAnnotation)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 func (o *migrateOptions) rollback(cmd *cobra.Command, out io.Writer) error {
-	eng, err := o.engine(cmd.Context(), out)
+	ctx := cmd.Context()
+	eng, err := o.engine(ctx, out)
 	if err != nil {
 		return err
 	}
-	if err := eng.Rollback(cmd.Context()); err != nil {
+	unlock, err := lockState(eng)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := eng.Store.Load(ctx); errors.Is(err, migration.ErrNoState) {
+		msg := fmt.Sprintf("nothing to roll back: no migration state file %s (pass --state if apply used another one)", eng.Store.(migration.FileStore).Path)
+		if hint := o.serverMigrationHint(ctx, eng); hint != "" {
+			msg += "\n" + hint
+		}
+		return errors.New(msg)
+	}
+	eng.Waiting = func(msg string) { fmt.Fprintf(out, "Rollback: waiting: %s\n", oneLine(msg)) }
+	if err := eng.Rollback(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "Rolled back: the original configuration is restored")

@@ -39,6 +39,10 @@ func (e *FailedError) Error() string {
 	return fmt.Sprintf("step %d %s failed: %s", e.Step, StepNames[e.Step], e.Msg)
 }
 
+// ErrRollbackInProgress means a rollback was started and not finished: the migration cannot
+// advance (retrying does not help) until rollback runs again to finish it.
+var ErrRollbackInProgress = errors.New("a rollback is in progress: run rollback again to finish it")
+
 // Engine runs a migration. It holds no progress itself: every transition is loaded from and
 // saved to Store, so a new Engine over the same Store resumes where the last one stopped.
 type Engine struct {
@@ -55,6 +59,10 @@ type Engine struct {
 	OnAction func(step int)
 	// Report, if set, is called after each saved step transition (progress output).
 	Report func(migrationv1alpha1.StepStatus)
+	// Waiting, if set, is told what a rollback waits for: when that changes, and at least
+	// every WaitingEvery (default 15 s) while it does not.
+	Waiting      func(msg string)
+	WaitingEvery time.Duration
 	// Overhead accumulates, per step, the time spent inside Advance calls that made progress:
 	// drover's own cost (including its API calls and the verification that passed), without
 	// the waiting between verification polls.
@@ -170,7 +178,7 @@ func (e *Engine) Advance(ctx context.Context) (Progress, error) {
 		i := st.Status.CurrentStep
 		return Progress{Done: true}, &FailedError{Step: int(i), Msg: st.Status.Steps[i].Message}
 	case migrationv1alpha1.PhaseRollingBack:
-		return Progress{}, fmt.Errorf("a rollback is in progress: run rollback again to finish it")
+		return Progress{Done: true}, ErrRollbackInProgress
 	}
 	i := currentStep(&st.Status)
 	if i == NumSteps {
@@ -268,7 +276,15 @@ func currentStep(s *migrationv1alpha1.CloudProviderMigrationStatus) int {
 }
 
 // failOrRetry records a permanent failure; other errors (API hiccups) are returned for retry.
+// A failing command (the apply command, Helm) is retried too, but only for the step timeout
+// from the step's start: then the step fails with the command's error.
 func (e *Engine) failOrRetry(ctx context.Context, st *State, i int, err error) (Progress, error) {
+	var ce *CommandError
+	if !checks.IsPermanent(err) && errors.As(err, &ce) {
+		if started := st.Status.Steps[i].StartedAt; started != nil && e.now().Sub(started.Time) > e.timeout() {
+			err = &checks.Problem{Permanent: true, Msg: fmt.Sprintf("still failing after %s (--step-timeout): %v", e.timeout(), err)}
+		}
+	}
 	if !checks.IsPermanent(err) {
 		return Progress{}, fmt.Errorf("step %d %s: %w", i, StepNames[i], err)
 	}
@@ -318,7 +334,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		pr, err := e.Advance(ctx)
 		if err != nil {
 			var fe *FailedError
-			if errors.As(err, &fe) {
+			if errors.As(err, &fe) || errors.Is(err, ErrRollbackInProgress) {
 				return err
 			}
 			// Transient (API errors): retry after a poll interval, bounded by ctx.
@@ -338,4 +354,32 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// RetryFailed puts a migration stopped at a failed step back to running that step (fix
+// forward, once the cause is fixed): the step's precondition, action and verification run
+// again, its timeout counted from now. It reports the step and whether it was reset (false:
+// the migration has not failed at a step).
+func (e *Engine) RetryFailed(ctx context.Context) (int, bool, error) {
+	st, err := e.Store.Load(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("load migration state: %w", err)
+	}
+	i := int(st.Status.CurrentStep)
+	if st.Status.Phase != migrationv1alpha1.PhaseFailed || i < 0 || i >= len(st.Status.Steps) ||
+		st.Status.Steps[i].Phase != migrationv1alpha1.StepFailed {
+		return i, false, nil
+	}
+	s := &st.Status.Steps[i]
+	s.Message, s.FinishedAt = "", nil
+	if s.StartedAt == nil {
+		s.Phase = migrationv1alpha1.StepPending // failed in its precondition
+	} else {
+		s.Phase, s.StartedAt = migrationv1alpha1.StepRunning, e.stamp()
+	}
+	st.Status.Phase = migrationv1alpha1.PhaseRunning
+	meta.RemoveStatusCondition(&st.Status.Conditions, ConditionFailed)
+	setCondition(&st.Status, ConditionProgressing, true, StepNames[i], fmt.Sprintf("Retrying step %d %s after a failure", i, StepNames[i]))
+	ctrl.LoggerFrom(ctx).Info("Retrying failed step", "step", StepNames[i])
+	return i, true, e.save(ctx, st, i)
 }

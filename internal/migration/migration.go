@@ -10,11 +10,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 
@@ -184,15 +186,83 @@ func RunnerFrom(ctx context.Context) Runner {
 	return run
 }
 
-// ExecRunner runs commands as child processes, output to the process's stderr.
+// CommandError is a command drover ran (the apply command, Helm) that failed. The engine
+// retries it (the cause may be passing) for at most the step timeout, then fails the step.
+type CommandError struct {
+	Argv []string
+	Err  error
+	// Output is the last lines of the command's output ("" if unknown).
+	Output string
+}
+
+func (e *CommandError) Error() string {
+	msg := fmt.Sprintf("command %q failed: %v", strings.Join(e.Argv, " "), e.Err)
+	if e.Output != "" {
+		msg += "; its output ended with:\n" + e.Output
+	}
+	return msg
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// RunCommand runs argv with run (nil: ExecRunner), wrapping a failure in a *CommandError.
+func RunCommand(ctx context.Context, run Runner, argv []string) error {
+	if run == nil {
+		run = ExecRunner
+	}
+	err := run(ctx, argv)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	var ce *CommandError
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &CommandError{Argv: argv, Err: err}
+}
+
+// tailLines is how many lines of a failed command's output its error keeps.
+const tailLines = 10
+
+// tailWriter keeps the last bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if n := len(t.buf); n > 8192 {
+		t.buf = append([]byte(nil), t.buf[n-8192:]...)
+	}
+	return len(p), nil
+}
+
+// lines returns the last n non-empty lines written.
+func (t *tailWriter) lines(n int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	all := strings.Split(strings.TrimRight(string(t.buf), "\n"), "\n")
+	if len(all) > n {
+		all = all[len(all)-n:]
+	}
+	return strings.TrimSpace(strings.Join(all, "\n"))
+}
+
+// ExecRunner runs commands as child processes, output to the process's stderr; a failure is a
+// *CommandError carrying the output's last lines.
 func ExecRunner(ctx context.Context, argv []string) error {
 	if len(argv) == 0 {
 		return fmt.Errorf("empty command")
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	tail := &tailWriter{}
+	w := io.MultiWriter(os.Stderr, tail)
+	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("run %s: %w", strings.Join(argv, " "), err)
+		return &CommandError{Argv: argv, Err: err, Output: tail.lines(tailLines)}
 	}
 	return nil
 }
@@ -244,11 +314,7 @@ func (f *FileBackend) Write(ctx context.Context, doc []byte) error {
 			return err
 		}
 	}
-	run := f.Run
-	if run == nil {
-		run = ExecRunner
-	}
-	if err := run(ctx, Expand(f.Command, map[string]string{"file": f.Path})); err != nil {
+	if err := RunCommand(ctx, f.Run, Expand(f.Command, map[string]string{"file": f.Path})); err != nil {
 		return err
 	}
 	if err := os.Remove(pending); err != nil && !os.IsNotExist(err) {

@@ -152,13 +152,23 @@ func (e *Engine) Rollback(ctx context.Context) error {
 		}
 	}
 	deadline := e.now().Add(e.timeout())
+	log.Info("Waiting for the original configuration to be applied", "timeout", e.timeout().String())
+	var lastMsg string
+	var lastAt time.Time
 	for {
 		err := e.rollbackVerified(ctx, st)
 		if err == nil {
 			break
 		}
 		if checks.IsPermanent(err) || e.now().After(deadline) {
-			return fmt.Errorf("rollback not verified: %w", err)
+			return fmt.Errorf("rollback not verified after %s: %w", e.timeout(), err)
+		}
+		if msg := err.Error(); msg != lastMsg || e.now().Sub(lastAt) >= e.waitingEvery() {
+			lastMsg, lastAt = msg, e.now()
+			log.Info("Rollback waiting", "for", msg)
+			if e.Waiting != nil {
+				e.Waiting(msg)
+			}
 		}
 		t := time.NewTimer(e.poll())
 		select {
@@ -189,4 +199,11 @@ func (e *Engine) rollbackVerified(ctx context.Context, st *State) error {
 		}
 	}
 	return e.Checks.Cordoned(ctx, controlPlaneNames(st.Status.Facts, true), false)
+}
+
+func (e *Engine) waitingEvery() time.Duration {
+	if e.WaitingEvery > 0 {
+		return e.WaitingEvery
+	}
+	return 15 * time.Second
 }

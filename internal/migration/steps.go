@@ -38,6 +38,17 @@ func (e *Engine) Preflight(ctx context.Context, spec migrationv1alpha1.CloudProv
 			out = append(out, fmt.Sprintf("target version %s is older than the current %s: downgrades are not supported", spec.KubernetesVersion, info.KubernetesVersion))
 		}
 	}
+	if info.InTree() && e.Dist.MirrorPods() {
+		// The downstream kubeconfig must be this cluster's: its kube-controller-manager runs
+		// what the configuration says (the rollback's check of the same flags).
+		if err := e.Checks.ControllerManagerFlags(ctx, []string{"--cloud-provider=aws"}, []string{flagExternal}); err != nil {
+			var pr *checks.Problem
+			if !errors.As(err, &pr) {
+				return nil, err
+			}
+			out = append(out, fmt.Sprintf("the configuration has the in-tree \"aws\" provider but the downstream cluster's kube-controller-manager does not agree: %s; is --downstream-kubeconfig another cluster's (one already migrated)?", pr.Msg))
+		}
+	}
 	nodes, err := e.Checks.Nodes(ctx)
 	if err != nil {
 		return nil, err

@@ -108,3 +108,6 @@ func (m *MemoryStore) Save(_ context.Context, s *State) error {
 func (s *State) DeepCopy() *State {
 	return &State{Spec: *s.Spec.DeepCopy(), Status: *s.Status.DeepCopy()}
 }
+
+// ErrLocked means another drover migrate (apply or rollback) holds the state file.
+var ErrLocked = errors.New("another drover migrate holds the state file")

@@ -582,6 +582,11 @@ func (s *Sim) kubectlApply(ctx context.Context, path string) error {
 		return err
 	}
 	u.Object["spec"] = in.Object["spec"]
+	if rv := in.GetResourceVersion(); rv != "" {
+		// As kubectl apply: a resourceVersion in the manifest is a precondition (a manifest
+		// exported with `kubectl get -o yaml` fails with a Conflict once the object changed).
+		u.SetResourceVersion(rv)
+	}
 	return s.o.Management.Update(ctx, u)
 }
 

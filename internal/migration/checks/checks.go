@@ -236,7 +236,7 @@ func (c *Checker) NoLoadBalancerSyncFailures(ctx context.Context, lbs []migratio
 		if !inScope[key] || eventTime(&ev).Before(since) {
 			continue
 		}
-		return fatal("LoadBalancer Service %s: %s after the switch (%s, from %s): the AWS CCM cannot manage its load balancer; check the CCM's IAM policy and the kubernetes.io/cluster/<cluster-id> tags on the subnets and security groups, then roll back while below 1.27 or fix forward",
+		return fatal("LoadBalancer Service %s: %s after the switch (%s, from %s): the AWS CCM cannot manage its load balancer; check the CCM's IAM policy and the kubernetes.io/cluster/<cluster-id> tags on the subnets and security groups, then retry the step (fix forward) or roll back while below 1.27",
 			key, LoadBalancerSyncFailed, ev.Message, ev.Source.Component+ev.ReportingController)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -40,6 +42,9 @@ import (
 const (
 	ReasonUnsupported           = "Unsupported"
 	ReasonKubeconfigUnavailable = "KubeconfigUnavailable"
+	// ReasonClusterNotFound: spec.clusterRef names no provisioning Cluster (yet); the
+	// controller re-checks every ClusterRecheckInterval and starts once it exists.
+	ReasonClusterNotFound = "ClusterNotFound"
 )
 
 // migrationLabel names the migration a Secret of drover's belongs to.
@@ -47,6 +52,10 @@ const migrationLabel = "migration.drover.io/migration"
 
 // RollbackAnnotation set to "true" asks the controller to roll the migration back (only below 1.27).
 const RollbackAnnotation = "migration.drover.io/rollback"
+
+// RetryAnnotation (any value) asks the controller to retry the step a migration failed at,
+// once its cause is fixed; the controller removes it when it has acted on it.
+const RetryAnnotation = "migration.drover.io/retry"
 
 // Reconciler reconciles CloudProviderMigration.
 type Reconciler struct {
@@ -60,6 +69,9 @@ type Reconciler struct {
 	KCMIdentity string
 	// PollInterval and StepTimeout tune the engine (defaults 2 s and 10 min).
 	PollInterval, StepTimeout time.Duration
+	// ClusterRecheckInterval is how often a migration whose provisioning Cluster does not
+	// exist looks for it again (default 30 s).
+	ClusterRecheckInterval time.Duration
 	// APIReader reads migrations uncached (default: the manager's API reader). The engine's
 	// state is the object's status: acting on a stale cached copy could repeat an action
 	// whose completion the cache has not seen yet.
@@ -145,7 +157,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.terminal(ctx, m, ReasonUnsupported, "The controller migrates rke2 clusters with spec.clusterRef; run RKE1 migrations with `drover migrate cloud-provider apply --distribution rke1 --config cluster.yml`, which runs rke up and Helm where cluster.yml lives")
 	}
 	rollback := m.Annotations[RollbackAnnotation] == "true" && m.Status.Phase != migrationv1alpha1.PhaseRolledBack
-	waitingForKubeconfig := failedReason(m) == ReasonKubeconfigUnavailable
+	reason := failedReason(m)
+	// Configuration problems clear themselves once fixed: the migration resumes.
+	waitingForKubeconfig := reason == ReasonKubeconfigUnavailable || reason == ReasonClusterNotFound
+	_, retry := m.Annotations[RetryAnnotation]
+	stepFailed := reason != "" && slices.Contains(migration.StepNames[:], reason)
 	if !rollback {
 		// The rollback request was withdrawn: its refusal no longer applies.
 		if err := r.clearRollbackRefused(ctx, m); err != nil {
@@ -165,7 +181,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	switch m.Status.Phase {
 	case migrationv1alpha1.PhaseSucceeded, migrationv1alpha1.PhaseRolledBack, migrationv1alpha1.PhaseFailed:
-		if !rollback && !waitingForKubeconfig {
+		if !rollback && !waitingForKubeconfig && (!retry || !stepFailed) {
+			if retry {
+				return ctrl.Result{}, r.removeRetry(ctx, m) // nothing to retry
+			}
 			return ctrl.Result{}, nil // finished; a Secret event must not overwrite how
 		}
 	}
@@ -184,7 +203,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, r.terminal(ctx, m, ReasonKubeconfigUnavailable, fmt.Sprintf("kubeconfig Secret %s/%s: %v; fix the Secret and the migration resumes", m.Namespace, m.Spec.KubeconfigSecretRef.Name, err))
 	}
-	if waitingForKubeconfig {
+	clusterKey := types.NamespacedName{Namespace: m.Spec.ClusterRef.Namespace, Name: m.Spec.ClusterRef.Name}
+	if missing, err := r.clusterMissing(ctx, clusterKey); err != nil {
+		return ctrl.Result{}, err
+	} else if missing != "" {
+		return r.waitForCluster(ctx, m, missing)
+	}
+	if waitingForKubeconfig && !stepFailed {
 		if err := r.updateStatus(ctx, m, func(s *migrationv1alpha1.CloudProviderMigrationStatus) {
 			meta.RemoveStatusCondition(&s.Conditions, migration.ConditionFailed)
 			s.Phase = migrationv1alpha1.PhasePending
@@ -196,14 +221,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}); err != nil {
 			return ctrl.Result{}, err
 		}
-		log.Info("Kubeconfig available: resuming migration")
+		log.Info("Configuration available: resuming migration", "was", reason)
 	}
 	ns := r.Namespace
 	if ns == "" {
 		ns = metav1.NamespaceSystem
 	}
 	eng := &migration.Engine{
-		Dist:   &rke2.Object{Client: r.Client, Key: types.NamespacedName{Namespace: m.Spec.ClusterRef.Namespace, Name: m.Spec.ClusterRef.Name}},
+		Dist:   &rke2.Object{Client: r.Client, Key: clusterKey},
 		Checks: &checks.Checker{Client: down, Namespace: ns, Selector: r.Selector, KCMIdentity: r.KCMIdentity},
 		Store:  &statusStore{client: r.Client, reader: r.reader(), obj: m}, PollInterval: r.PollInterval, StepTimeout: r.StepTimeout,
 		OnAction: r.OnAction, Report: func(step migrationv1alpha1.StepStatus) {
@@ -231,6 +256,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.event(m, corev1.EventTypeNormal, "RolledBack", "Rolled back to the in-tree AWS cloud provider")
 		return ctrl.Result{}, nil
 	}
+	if retry {
+		if stepFailed {
+			i, ok, err := eng.RetryFailed(ctx)
+			if err != nil {
+				return ctrl.Result{}, fmt.Errorf("retry the failed step: %w", err)
+			}
+			if ok {
+				r.event(m, corev1.EventTypeNormal, "StepRetried", fmt.Sprintf("Retrying step %d %s after a failure (annotation %s)", i, migration.StepNames[i], RetryAnnotation))
+			}
+		}
+		if err := r.removeRetry(ctx, m); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	finishedBefore := m.Status.Phase == migrationv1alpha1.PhaseSucceeded
 	for range maxTransitions {
 		if err := ctx.Err(); err != nil {
@@ -239,7 +278,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pr, err := eng.Advance(ctx)
 		var fe *migration.FailedError
 		switch {
-		case errors.As(err, &fe):
+		case errors.As(err, &fe), errors.Is(err, migration.ErrRollbackInProgress):
 			return ctrl.Result{}, reconcile.TerminalError(err)
 		case err != nil:
 			return ctrl.Result{}, err
@@ -253,6 +292,57 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+}
+
+// clusterMissing says why the provisioning Cluster cannot be found ("" if it exists).
+func (r *Reconciler) clusterMissing(ctx context.Context, key types.NamespacedName) (string, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(rke2.ClusterGVK)
+	err := r.Client.Get(ctx, key, u)
+	switch {
+	case err == nil:
+		return "", nil
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("provisioning Cluster %s (spec.clusterRef) not found: create it, or recreate this migration naming an existing Cluster (kubectl get clusters.provisioning.cattle.io -A); the migration starts once it exists", key), nil
+	case meta.IsNoMatchError(err):
+		return fmt.Sprintf("provisioning Cluster %s (spec.clusterRef): the provisioning.cattle.io/v1 Cluster API is not installed in this cluster; run drover server in Rancher's management cluster", key), nil
+	}
+	return "", fmt.Errorf("get provisioning Cluster %s: %w", key, err)
+}
+
+// waitForCluster records a missing provisioning Cluster (condition Failed, reason
+// ClusterNotFound, and a Warning event the first time) and looks for it again later.
+func (r *Reconciler) waitForCluster(ctx context.Context, m *migrationv1alpha1.CloudProviderMigration, msg string) (ctrl.Result, error) {
+	after := r.ClusterRecheckInterval
+	if after <= 0 {
+		after = 30 * time.Second
+	}
+	if c := meta.FindStatusCondition(m.Status.Conditions, migration.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue &&
+		c.Reason == ReasonClusterNotFound && c.Message == msg && m.Status.Phase == migrationv1alpha1.PhaseFailed {
+		return ctrl.Result{RequeueAfter: after}, nil // recorded already
+	}
+	if err := r.updateStatus(ctx, m, func(s *migrationv1alpha1.CloudProviderMigrationStatus) {
+		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: migration.ConditionFailed, Status: metav1.ConditionTrue, Reason: ReasonClusterNotFound, Message: msg, ObservedGeneration: m.Generation})
+		s.Phase = migrationv1alpha1.PhaseFailed
+	}); err != nil {
+		return ctrl.Result{}, err
+	}
+	ctrl.LoggerFrom(ctx).Info("Provisioning Cluster not found: waiting for it", "cluster", m.Spec.ClusterRef.Namespace+"/"+m.Spec.ClusterRef.Name, "recheckAfter", after.String())
+	r.event(m, corev1.EventTypeWarning, ReasonClusterNotFound, msg)
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// removeRetry removes the retry annotation once acted on.
+func (r *Reconciler) removeRetry(ctx context.Context, m *migrationv1alpha1.CloudProviderMigration) error {
+	if _, ok := m.Annotations[RetryAnnotation]; !ok {
+		return nil
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	delete(m.Annotations, RetryAnnotation)
+	if err := r.Client.Patch(ctx, m, patch); err != nil {
+		return fmt.Errorf("remove annotation %s from CloudProviderMigration %s: %w", RetryAnnotation, client.ObjectKeyFromObject(m), err)
+	}
+	return nil
 }
 
 func (r *Reconciler) kubeconfig(ctx context.Context, m *migrationv1alpha1.CloudProviderMigration) ([]byte, error) {
@@ -304,6 +394,9 @@ func (r *Reconciler) recordStep(m *migrationv1alpha1.CloudProviderMigration, s m
 	}
 	if s.Message != "" {
 		note += ": " + s.Message
+	}
+	if s.Phase == migrationv1alpha1.StepFailed {
+		note += fmt.Sprintf(". Fix the cause and annotate %s=<any new value> to retry the step, or %s=true to roll back (below 1.27)", RetryAnnotation, RollbackAnnotation)
 	}
 	r.event(m, typ, "Step"+string(s.Phase), note)
 }

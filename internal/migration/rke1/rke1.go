@@ -209,8 +209,5 @@ func (c *Cluster) UninstallCCM(ctx context.Context) error {
 }
 
 func (c *Cluster) run(ctx context.Context, argv []string) error {
-	if c.Run != nil {
-		return c.Run(ctx, argv)
-	}
-	return migration.ExecRunner(ctx, argv)
+	return migration.RunCommand(ctx, c.Run, argv)
 }

@@ -14,6 +14,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/droverhq/drover/internal/migration"
+	"github.com/droverhq/drover/internal/migration/yamlnode"
 )
 
 // ClusterGVK is Rancher's provisioning Cluster; drover does not own the type.
@@ -120,3 +121,19 @@ type File struct {
 }
 
 var _ migration.Distribution = (*File)(nil)
+
+// CheckDoc refuses a manifest carrying metadata.resourceVersion (one exported with `kubectl
+// get -o yaml`): kubectl apply treats it as a precondition, so every apply after the Cluster
+// changed (each step changes it, and Rancher updates it) fails with a Conflict.
+func (f *File) CheckDoc(doc []byte) []string {
+	_, root, err := yamlnode.Parse(doc)
+	if err != nil {
+		return nil
+	}
+	if yamlnode.String(root, "metadata", "resourceVersion") != "" {
+		return []string{fmt.Sprintf("%s sets metadata.resourceVersion, so applying it fails with a Conflict once the Cluster changes: remove metadata.resourceVersion (and uid, managedFields, creationTimestamp, generation and status) from it, e.g. export it with `kubectl get clusters.provisioning.cattle.io -n NAMESPACE NAME -o yaml` and delete those fields", f.Path)}
+	}
+	return nil
+}
+
+var _ migration.DocChecker = (*File)(nil)
