@@ -315,7 +315,7 @@ func checkBundles(ctx context.Context, c client.Client, ns string) (string, stri
 		}
 		return ""
 	})
-	return verdict(len(l.Items), bad, "Bundles", "failing", "not ready", "drover bundle status NAME")
+	return verdict(len(l.Items), bad, "Bundles", "failing", "not ready", "drover bundle status NAME", ns)
 }
 
 func checkGitRepos(ctx context.Context, c client.Client, ns string) (string, string, error) {
@@ -329,7 +329,7 @@ func checkGitRepos(ctx context.Context, c client.Client, ns string) (string, str
 		}
 		return ""
 	})
-	return verdict(len(l.Items), bad, "GitRepos", "failing", "not ready", "drover gitrepo get NAME")
+	return verdict(len(l.Items), bad, "GitRepos", "failing", "not ready", "drover gitrepo get NAME", ns)
 }
 
 func checkHosted(ctx context.Context, c client.Client, ns string) (string, string, error) {
@@ -347,7 +347,7 @@ func checkHosted(ctx context.Context, c client.Client, ns string) (string, strin
 		}
 		return ""
 	})
-	return verdict(len(l.Items), bad, "hosted clusters", "failed or unable to join the fleet", "failed or cannot join the fleet", "drover cluster get NAME")
+	return verdict(len(l.Items), bad, "hosted clusters", "failed or unable to join the fleet", "failed or cannot join the fleet", "drover cluster get NAME", ns)
 }
 
 func checkMigrations(ctx context.Context, c client.Client, ns string) (string, string, error) {
@@ -358,7 +358,7 @@ func checkMigrations(ctx context.Context, c client.Client, ns string) (string, s
 	bad := failing(l.Items, ns, func(m *migrationv1alpha1.CloudProviderMigration) string {
 		return when(m.Status.Phase == migrationv1alpha1.PhaseFailed)
 	})
-	return verdict(len(l.Items), bad, "migrations", "failed", "failed", "drover migrate get NAME")
+	return verdict(len(l.Items), bad, "migrations", "failed", "failed", "drover migrate get NAME", ns)
 }
 
 // failing names the items for which why says something ("-" for no detail), with the detail
@@ -390,9 +390,18 @@ func when(bad bool) string {
 }
 
 // verdict is a warning naming the bad ones, or ok.
-func verdict(total int, bad []string, noun, noneAre, are, hint string) (string, string, error) {
+func verdict(total int, bad []string, noun, noneAre, are, hint, ns string) (string, string, error) {
 	if len(bad) == 0 {
+		if total == 1 {
+			noun = strings.TrimSuffix(noun, "s")
+		}
 		return checkOK, fmt.Sprintf("%d %s, none %s", total, noun, noneAre), nil
+	}
+	// The hint runs as printed: in the namespace checked, or the one each name gives (ns/name).
+	if ns == "" {
+		hint += " -n NAMESPACE"
+	} else {
+		hint += " -n " + ns
 	}
 	return checkWarn, fmt.Sprintf("%d of %d %s %s: %s (%s)", len(bad), total, noun, are, names(bad), hint), nil
 }

@@ -211,7 +211,7 @@ func TestCheck(t *testing.T) {
 		expect(t, got, "registration", checkOK, "https://mgmt.example.com:6443")
 		expect(t, got, "fleet", checkWarn, "3 registered clusters", "1 disconnected: edge-gone", "1 never checked in: edge-new",
 			"agents run v1.2.0 (1), v1.3.0 (1)")
-		expect(t, got, "bundles", checkWarn, "2 of 3 Bundles not ready", "typo (TargetsNoCluster)", "web (ApplyFailed)")
+		expect(t, got, "bundles", checkWarn, "2 of 3 Bundles not ready", "typo (TargetsNoCluster)", "web (ApplyFailed)", "(drover bundle status NAME -n "+ns+")")
 		expect(t, got, "hosted-clusters", checkWarn, "2 of 3 hosted clusters failed or cannot join the fleet: prod-east (failed), prod-west (AccessEntryMissing)", "drover cluster get")
 		expect(t, got, "gitrepos", checkOK)
 		expect(t, got, "migrations", checkOK)

@@ -34,7 +34,7 @@ func newFleetCommand(k *kubeOptions) *cobra.Command {
 }
 
 func newFleetListCommand(k *kubeOptions) *cobra.Command {
-	return newListCommand(k, "List registered clusters: ready, connected, last seen, agent version, labels", `  drover fleet list
+	return newListCommand(k, "List registered clusters: ready, connected, last seen, agent version (labels with -o wide)", `  drover fleet list
   drover fleet list -l env=prod -o name
   drover fleet list -A -o wide`, fleetv1alpha1.DefaultWorkspaceNamespace, func(l *fleetv1alpha1.ClusterList) []*fleetv1alpha1.Cluster { return ptrs(l.Items) },
 		fleetColumns, "registered clusters")

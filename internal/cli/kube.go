@@ -79,7 +79,7 @@ type kubeTarget struct {
 const inClusterSource = "the in-cluster service account"
 
 // errNoKubeconfig: neither a kubeconfig nor an in-cluster service account was found.
-var errNoKubeconfig = errors.New("no kubeconfig: pass --kubeconfig, set $KUBECONFIG, or create ~/.kube/config (for `make run` it is .drover/kubeconfig)")
+var errNoKubeconfig = errors.New("no kubeconfig: pass --kubeconfig, set $KUBECONFIG, or create ~/.kube/config (drover server on an embedded control plane writes one in its data dir: .drover/kubeconfig under make run)")
 
 // resolve finds the management cluster the kubectl way: --kubeconfig, else $KUBECONFIG, else
 // ~/.kube/config; with none of these, the pod's service account (KUBERNETES_SERVICE_HOST and the
@@ -90,6 +90,9 @@ func (k *kubeOptions) resolve() (*kubeTarget, error) {
 		if _, err := os.Stat(explicit); err != nil {
 			return nil, fmt.Errorf("--kubeconfig %s: file not found: pass the path of a kubeconfig file", explicit)
 		}
+	}
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); explicit == "" && env != "" && !anyExists(filepath.SplitList(env)) {
+		return nil, fmt.Errorf("$KUBECONFIG is %s, and no such file exists: fix or unset it (or pass --kubeconfig)", env)
 	}
 	loader := k.flags.ToRawKubeConfigLoader()
 	raw, err := loader.RawConfig()
@@ -226,4 +229,14 @@ func downstreamConfig(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("load --downstream-kubeconfig %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// anyExists reports whether one of paths exists.
+func anyExists(paths []string) bool {
+	for _, p := range paths {
+		if _, err := os.Stat(p); p != "" && err == nil {
+			return true
+		}
+	}
+	return false
 }

@@ -74,6 +74,7 @@ func TestKubeconfigResolution(t *testing.T) {
 		flagFile []string // contexts of the --kubeconfig file (none: not passed)
 		pod      string   // pod namespace (empty: not in a pod)
 		noToken  bool     // the pod has no service account token mounted
+		envPath  string   // $KUBECONFIG set to this path (which may not exist)
 		args     []string
 		host     string
 		ns       string
@@ -96,6 +97,7 @@ func TestKubeconfigResolution(t *testing.T) {
 		{name: "nothing", err: "no kubeconfig: pass --kubeconfig, set $KUBECONFIG"},
 		{name: "context without kubeconfig", pod: "p", args: []string{"--context", "c"}, err: "--context c: no kubeconfig"},
 		{name: "missing --kubeconfig file", args: []string{"--kubeconfig", "/nonexistent/kc"}, err: "--kubeconfig /nonexistent/kc: file not found"},
+		{name: "missing $KUBECONFIG file", home: []string{"home"}, envPath: "/nonexistent/kc", err: "$KUBECONFIG is /nonexistent/kc, and no such file exists"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +105,9 @@ func TestKubeconfigResolution(t *testing.T) {
 			dir := t.TempDir()
 			if tt.env != nil {
 				t.Setenv("KUBECONFIG", writeKubeconfig(t, filepath.Join(dir, "env"), tt.env...))
+			}
+			if tt.envPath != "" {
+				t.Setenv("KUBECONFIG", tt.envPath)
 			}
 			if tt.home != nil {
 				writeKubeconfig(t, home, tt.home...)

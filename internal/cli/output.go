@@ -47,6 +47,8 @@ func (o *output) validate() error {
 	switch f := o.format; {
 	case f == "", f == "table", f == "wide", f == "json", f == "yaml", f == "name":
 		return nil
+	case f == "jsonpath=":
+		return usageErrorf("-o jsonpath= needs a template, e.g. -o jsonpath='{.metadata.name}'")
 	case strings.HasPrefix(f, "jsonpath="):
 		if _, err := printers.NewJSONPathPrinter(strings.TrimPrefix(f, "jsonpath=")); err != nil {
 			return usageErrorf("-o %s: %w", f, err)
@@ -220,7 +222,18 @@ func newListCommand[L any, PL interface {
 	var o output
 	var w watchFlags
 	cmd := &cobra.Command{
-		Use: "list", Short: short, Args: cobra.NoArgs, Example: example,
+		Use: "list", Short: short, Example: example,
+		// kubectl get NAME is habit: point at get, not at an "unknown command".
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				get := "get"
+				if cmd.Parent() != nil && cmd.Parent().Name() == "bundle" {
+					get = "status"
+				}
+				return usageErrorf("list takes no NAME (%q): show one with `%s %s %s`", args[0], cmd.Parent().CommandPath(), get, args[0])
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
 				return err

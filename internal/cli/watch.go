@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 
 	"github.com/spf13/cobra"
@@ -58,8 +59,13 @@ type listWatch[T client.Object] struct {
 	cols          []column[T]
 	withNamespace bool
 	events        bool
-	// header: the table's header has been printed.
+	// header: the table's header has been printed; widths are its columns' widths so far,
+	// which later rows keep (kubectl's watch rows line up under the first table).
 	header bool
+	widths []int
+	// printer prints every object of a non-table format: one printer, so that YAML documents
+	// get their "---" separators.
+	printer printers.ResourcePrinter
 }
 
 // run prints the listed items (unless only), then every change from the list's resourceVersion
@@ -161,8 +167,19 @@ func (lw *listWatch[T]) print(typ watch.EventType, objs ...T) error {
 	switch lw.o.format {
 	case "", "table", "wide":
 	default:
+		if lw.printer == nil {
+			p, err := lw.o.printer()
+			if err != nil {
+				return err
+			}
+			lw.printer = p
+		}
 		for _, obj := range objs {
-			if err := printObject(lw.out, lw.o, obj); err != nil {
+			if err := setKind(obj); err != nil {
+				return err
+			}
+			clean(obj)
+			if err := lw.printer.PrintObj(obj, lw.out); err != nil {
 				return err
 			}
 		}
@@ -171,12 +188,72 @@ func (lw *listWatch[T]) print(typ watch.EventType, objs ...T) error {
 	if len(objs) == 0 {
 		return nil
 	}
-	cols := lw.cols
-	if lw.events {
-		cols = append([]column[T]{{name: "EVENT", cell: func(T) string { return string(typ) }}}, cols...)
+	var rows [][]string
+	if !lw.header {
+		rows = append(rows, lw.headerRow())
 	}
-	t := tableOf(objs, cols)
-	p := printers.NewTablePrinter(printers.PrintOptions{Wide: lw.o.format == "wide", WithNamespace: lw.withNamespace, NoHeaders: lw.header})
+	for _, obj := range objs {
+		rows = append(rows, lw.row(typ, obj))
+	}
+	if lw.widths == nil && lw.events {
+		lw.widths = []int{len(watch.Modified) + 3} // room for every event type from the start
+	}
+	for _, r := range rows {
+		for i, cell := range r {
+			if i == len(lw.widths) {
+				lw.widths = append(lw.widths, 0)
+			}
+			// As kubectl's tabwriter: at least 10 wide, 3 spaces after the longest cell.
+			lw.widths[i] = max(lw.widths[i], len(cell)+3, 10)
+		}
+	}
 	lw.header = true
-	return p.PrintObj(t, lw.out)
+	var b strings.Builder
+	for _, r := range rows {
+		for i, cell := range r {
+			if i == len(r)-1 {
+				b.WriteString(cell)
+				break
+			}
+			b.WriteString(cell)
+			b.WriteString(strings.Repeat(" ", lw.widths[i]-len(cell)))
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(lw.out, b.String())
+	return err
+}
+
+// headerRow and row are the watch table's cells: EVENT first (as kubectl), NAMESPACE with -A,
+// the wide columns with -o wide.
+func (lw *listWatch[T]) headerRow() []string {
+	var r []string
+	if lw.events {
+		r = append(r, "EVENT")
+	}
+	if lw.withNamespace {
+		r = append(r, "NAMESPACE")
+	}
+	for _, c := range lw.cols {
+		if !c.wide || lw.o.format == "wide" {
+			r = append(r, c.name)
+		}
+	}
+	return r
+}
+
+func (lw *listWatch[T]) row(typ watch.EventType, obj T) []string {
+	var r []string
+	if lw.events {
+		r = append(r, string(typ))
+	}
+	if lw.withNamespace {
+		r = append(r, obj.GetNamespace())
+	}
+	for _, c := range lw.cols {
+		if !c.wide || lw.o.format == "wide" {
+			r = append(r, oneLine(c.cell(obj)))
+		}
+	}
+	return r
 }

@@ -96,6 +96,7 @@ func TestListWatch(t *testing.T) {
 		return nil
 	})
 	only, _ := startDrover(t, "bundle", "list", "--watch-only", "-o", "name", "--kubeconfig", kc, "-n", ns)
+	asYAML, _ := startDrover(t, "bundle", "list", "-w", "-o", "yaml", "--kubeconfig", kc, "-n", ns)
 
 	// Let the API server end the first watches, so the next changes come through reopened ones.
 	opened := watchesOpened.Load()
@@ -125,6 +126,26 @@ func TestListWatch(t *testing.T) {
 	// The first row of a list that was empty comes with the header.
 	envtest.Eventually(t, 30*time.Second, lines(empty, 1, "NAME"))
 	envtest.Eventually(t, 30*time.Second, lines(empty, 1, "apps"))
+
+	// Later rows line up under the first table, as kubectl's watch rows do.
+	third := map[int]bool{}
+	for l := range strings.Lines(out.String()) {
+		f := strings.Fields(l)
+		if len(f) < 3 {
+			continue
+		}
+		third[strings.Index(l, " "+f[2])] = true
+	}
+	if len(third) != 1 {
+		t.Errorf("watch rows are not aligned with the first table:\n%s", out.String())
+	}
+	// A YAML stream is one document per object, separated as kubectl separates them.
+	envtest.Eventually(t, 30*time.Second, func() error {
+		if n := strings.Count(asYAML.String(), "\n---\n"); n < 3 {
+			return fmt.Errorf("%d document separators in:\n%s", n, asYAML.String())
+		}
+		return nil
+	})
 
 	// Nothing was printed twice, and --watch-only did not list a.
 	for _, l := range [][]string{{"ADDED", "a"}, {"ADDED", "b"}, {"MODIFIED", "a"}, {"EVENT", "NAME"}} {
