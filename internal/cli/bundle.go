@@ -45,6 +45,7 @@ func bundleClient(k *kubeOptions) (client.Client, string, error) {
 func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 	var (
 		dir, name, defaultNS, maxUnavailable   string
+		dryRun                                 string
 		clusters, selectors, excludes          []string
 		force, correctDrift, keep, paused, dry bool
 		w                                      waitFlags
@@ -56,6 +57,13 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
   drover bundle apply -f ./monitoring --name monitoring --selector env=prod --exclude tier=dev --max-unavailable 25%
   drover bundle apply -f ./web --cluster edge-1 --dry-run`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch dryRun {
+			case "none", "false":
+			case "client", "true":
+				dry = true
+			default:
+				return usageErrorf("--dry-run=%s: drover prints the Bundle with --dry-run=client (or --dry-run); there is no server-side dry run", dryRun)
+			}
 			if name == "" {
 				name = filepath.Base(filepath.Clean(dir))
 			}
@@ -149,7 +157,8 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 	f.BoolVar(&keep, "keep-resources", false, "leave resources downstream when a cluster stops being targeted")
 	f.BoolVar(&paused, "paused", false, "do not update clusters that already have the bundle (an update keeps a paused rollout paused unless --paused=false)")
 	f.StringVar(&maxUnavailable, "max-unavailable", "", "clusters (number or percentage) that may be updating at once")
-	f.BoolVar(&dry, "dry-run", false, "print the Bundle instead of applying it")
+	f.StringVar(&dryRun, "dry-run", "none", "client: print the Bundle instead of applying it (kubectl's values; --dry-run alone is client)")
+	f.Lookup("dry-run").NoOptDefVal = "client"
 	w.add(cmd, "every targeted cluster is ready", 10*time.Minute)
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
@@ -283,6 +292,8 @@ func bundleTargets(b *fleetv1alpha1.Bundle) string {
 		switch {
 		case t.ClusterName != "":
 			ts = append(ts, t.ClusterName)
+		case t.ClusterSelector != nil && len(t.ClusterSelector.MatchLabels)+len(t.ClusterSelector.MatchExpressions) == 0:
+			ts = append(ts, "all clusters") // {} matches every cluster (FormatLabelSelector says <none>)
 		case t.ClusterSelector != nil:
 			ts = append(ts, metav1.FormatLabelSelector(t.ClusterSelector))
 		}

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 )
 
 // TestExitCodes: the documented exit codes, through the command line as a script sees them.
@@ -34,6 +38,7 @@ func TestExitCodes(t *testing.T) {
 		{"list with a name", []string{"cluster", "list", "prod"}, ExitUsage, "list takes no NAME (\"prod\"): show one with `drover cluster get prod`"},
 		{"bundle list with a name", []string{"bundle", "list", "web"}, ExitUsage, "`drover bundle status web`"},
 		{"empty jsonpath", []string{"cluster", "list", "-o", "jsonpath="}, ExitUsage, "-o jsonpath= needs a template"},
+		{"server dry run", []string{"bundle", "apply", "-f", ".", "--cluster", "x", "--dry-run=server"}, ExitUsage, "--dry-run=server: drover prints the Bundle with --dry-run=client"},
 		{"unknown flag", []string{"cluster", "list", "--bogus"}, ExitUsage, "unknown flag: --bogus"},
 		{"missing argument", []string{"cluster", "get"}, ExitUsage, "accepts 1 arg(s)"},
 		{"required flag", []string{"agent", "install"}, ExitUsage, `required flag(s) "token" not set`},
@@ -61,5 +66,29 @@ func TestExitCodes(t *testing.T) {
 				t.Errorf("stderr %q does not say %q", &stderr, tt.msg)
 			}
 		})
+	}
+}
+
+// TestBundleApplyDryRun: --dry-run takes kubectl's values: alone or =client prints the Bundle.
+func TestBundleApplyDryRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"--dry-run", "--dry-run=client"} {
+		out, errOut, err := drover(t.Context(), "bundle", "apply", "-f", dir, "--cluster", "edge-1", flag)
+		if err != nil || !strings.Contains(out, "kind: Bundle") || !strings.Contains(out, "clusterName: edge-1") {
+			t.Errorf("bundle apply %s: %v\n%s%s", flag, err, out, errOut)
+		}
+	}
+}
+
+// TestBundleTargetsCell: an empty selector targets every cluster, and says so.
+func TestBundleTargetsCell(t *testing.T) {
+	b := &fleetv1alpha1.Bundle{Spec: fleetv1alpha1.BundleSpec{Targets: []fleetv1alpha1.BundleTarget{
+		{ClusterSelector: &metav1.LabelSelector{}}, {ClusterName: "edge-1"}}}}
+	if got := bundleTargets(b); !strings.Contains(got, "all clusters") || !strings.Contains(got, "edge-1") {
+		t.Errorf("TARGETS %q, want all clusters and edge-1", got)
 	}
 }

@@ -142,8 +142,12 @@ func bundleReady(c client.Client, key client.ObjectKey) func(context.Context) (s
 			return state{line: "waiting for the controller"}, nil
 		}
 		r := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady)
+		bar := progressBar(s.Ready, s.DesiredReady, 20)
+		if s.DesiredReady == 0 {
+			bar = progressBar(0, 1, 20) // no cluster targeted is no progress
+		}
 		st := state{
-			line: fmt.Sprintf("%s %d/%d clusters ready, %d pending, %d errored", progressBar(s.Ready, s.DesiredReady, 20), s.Ready, s.DesiredReady, s.Pending, s.ErrApplied),
+			line: fmt.Sprintf("%s %d/%d clusters ready, %d pending, %d errored", bar, s.Ready, s.DesiredReady, s.Pending, s.ErrApplied),
 			done: r != nil && r.Status == "True" && r.ObservedGeneration == b.Generation,
 		}
 		if err := applyFailed(b); err != nil {

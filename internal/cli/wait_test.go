@@ -54,6 +54,9 @@ func TestBundleWaitNoTargets(t *testing.T) {
 		if tc.fails && (s.failed == nil || !strings.Contains(s.failed.Error(), tc.want)) {
 			t.Errorf("%s: failure %v, want it to say %q", tc.name, s.failed, tc.want)
 		}
+		if tc.desired == 0 && strings.Contains(s.line, "#") {
+			t.Errorf("%s: progress %q: a Bundle on no cluster drew progress", tc.name, s.line)
+		}
 	}
 }
 
