@@ -103,6 +103,12 @@ func runChecks(ctx context.Context, c client.Client, dc discovery.ServerVersionI
 		return []checkResult{{"api-server", checkFail, fmt.Sprintf("%s does not answer: %v (check --kubeconfig/--context and the network)", host, err)}}
 	}
 	results := []checkResult{{"api-server", checkOK, fmt.Sprintf("%s, Kubernetes %s", host, v.GitVersion)}}
+	// A mistyped -n would otherwise check an empty namespace and find it healthy.
+	if ns != "" {
+		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
+			results = append(results, checkResult{"namespace", checkWarn, fmt.Sprintf("namespace %s does not exist: the checks below found nothing in it (check -n)", ns)})
+		}
+	}
 	for _, check := range []struct {
 		name string
 		run  func() (string, string, error)

@@ -218,6 +218,14 @@ func TestCheck(t *testing.T) {
 		if strings.Contains(got["fleet"].Detail, "edge-ok") {
 			t.Errorf("fleet names the connected cluster: %s", got["fleet"].Detail)
 		}
+		if _, ok := got["namespace"]; ok {
+			t.Errorf("an existing namespace reported: %+v", got["namespace"])
+		}
+		// A mistyped -n is said, not checked as an empty, healthy namespace.
+		out, _, _ = drover(ctx, "check", "--kubeconfig", kc, "-n", "no-such-"+ns, "-o", "json")
+		if !strings.Contains(out, "namespace no-such-"+ns+" does not exist") {
+			t.Errorf("check -n of a missing namespace:\n%s", out)
+		}
 		// The table, as a person reads it.
 		table, _, err := drover(ctx, "check", "--kubeconfig", kc, "-n", ns)
 		if err != nil || !strings.HasPrefix(table, "CHECK") || !strings.Contains(table, "fleet") || !strings.Contains(table, "warn") {
