@@ -77,11 +77,20 @@ func usageCodes(cmd *cobra.Command) {
 // documented in docs/cli.md). SIGINT/SIGTERM cancel the
 // command's context, so long-running commands stop cleanly.
 func Main(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// The stop is recorded before the context is cancelled, so that no controller's report of
+	// its cancelled start is logged as an error in between.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	go func() {
-		<-ctx.Done()
-		logging.Stopping()
+		select {
+		case <-sig:
+			logging.Stopping()
+			cancel()
+		case <-ctx.Done():
+		}
 	}()
 	return mainWith(ctx, args, os.Stdout, os.Stderr)
 }

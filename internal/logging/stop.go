@@ -70,7 +70,8 @@ func stopNoise(err error) bool {
 		return true
 	}
 	s := err.Error()
-	return strings.Contains(s, "failed waiting for") && strings.Contains(s, "Informer to sync")
+	return strings.Contains(s, "failed waiting for") && strings.Contains(s, "Informer to sync") ||
+		strings.Contains(s, "cache did not sync")
 }
 
 func (q quietRelease) WithValues(kv ...any) logr.LogSink {
