@@ -54,6 +54,8 @@ func (q quietRelease) Error(err error, msg string, kv ...any) {
 	switch {
 	case msg == afterStopMsg && err != nil && err.Error() == leaderLostMsg:
 		q.sink.Info(0, "Released the leader Lease while stopping", kv...)
+	case stopping.Load() && stopNoise(err) && msg == afterStopMsg:
+		q.sink.Info(0, "A controller still starting was stopped", append(kv, "error", err.Error())...)
 	case stopping.Load() && stopNoise(err):
 		q.sink.Info(0, msg+" (stopping)", append(kv, "error", err.Error())...)
 	default:

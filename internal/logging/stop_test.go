@@ -28,11 +28,13 @@ func TestQuietRelease(t *testing.T) {
 	defer stopping.Store(false)
 	l.Error(sync, "failed to get informer from cache")
 	l.Error(errors.New("failed to wait for agentbundle caches to sync kind source: *v1alpha1.Cluster: cache did not sync"), "Could not wait for Cache to sync")
+	l.Error(errors.New("failed to wait for bundle caches to sync kind source: *v1alpha1.Bundle: cache did not sync"), "error received after stop sequence was engaged")
 	l.Error(errors.New("boom"), "reconciler error")
 	want = append(want,
 		`"msg"="failed to get informer from cache" "error"="Timeout: failed waiting for *v1.ConfigMap Informer to sync"`,
 		`"level"=0 "msg"="failed to get informer from cache (stopping)" "error"="Timeout: failed waiting for *v1.ConfigMap Informer to sync"`,
 		`"level"=0 "msg"="Could not wait for Cache to sync (stopping)" "error"="failed to wait for agentbundle caches to sync kind source: *v1alpha1.Cluster: cache did not sync"`,
+		`"level"=0 "msg"="A controller still starting was stopped" "error"="failed to wait for bundle caches to sync kind source: *v1alpha1.Bundle: cache did not sync"`,
 		`"msg"="reconciler error" "error"="boom"`)
 	if len(lines) != len(want) {
 		t.Fatalf("logged %q, want %q", lines, want)
