@@ -103,6 +103,17 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err := CheckBinaries(ctx, opts.BinDir, opts.binaries()...); err != nil {
 		return nil, err
 	}
+	// A free port can be taken by another process between choosing it and binding it: start
+	// again on new ports (those drover chose itself) rather than fail.
+	for attempt := 1; ; attempt++ {
+		cp, err := start(ctx, opts, dataDir)
+		if err == nil || attempt == 3 || opts.APIServerPort != 0 || !strings.Contains(err.Error(), "address already in use") {
+			return cp, err
+		}
+	}
+}
+
+func start(ctx context.Context, opts Options, dataDir string) (*ControlPlane, error) {
 	p, err := choosePorts(opts)
 	if err != nil {
 		return nil, err
