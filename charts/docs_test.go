@@ -1,7 +1,6 @@
 package charts
 
 import (
-	"bufio"
 	"maps"
 	"os"
 	"regexp"
@@ -11,6 +10,8 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/droverhq/drover/test/envtest"
 )
 
 var backquoted = regexp.MustCompile("`([^`]+)`")
@@ -19,34 +20,15 @@ var backquoted = regexp.MustCompile("`([^`]+)`")
 // each row's first cell, with the row's cells.
 func docTable(t *testing.T, path, heading string) map[string][]string {
 	t.Helper()
-	f, err := os.Open(path)
+	table, err := envtest.DocTable(path, heading)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = f.Close() }()
 	rows := map[string][]string{}
-	in := false
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			in = strings.TrimSpace(strings.TrimLeft(line, "#")) == heading
-			continue
-		}
-		if !in || !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		cells := strings.Split(line, "|")
+	for _, cells := range table {
 		for _, m := range backquoted.FindAllStringSubmatch(cells[1], -1) {
 			rows[m[1]] = cells
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) == 0 {
-		t.Fatalf("%s has no table under %q", path, heading)
 	}
 	return rows
 }

@@ -1,9 +1,7 @@
 package rbac
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -90,27 +88,14 @@ var cellItem = regexp.MustCompile("`([^`]+)`")
 // backquotes in the first cell, verbs in the second.
 func documentedRights(t *testing.T) map[string][]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(envtest.RepoRoot(), "docs", "install.md"))
+	table, err := envtest.DocTable(filepath.Join(envtest.RepoRoot(), "docs", "install.md"), "Cluster-wide rights")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = f.Close() }()
 	rights := map[string][]string{}
-	in := false
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			in = strings.TrimSpace(strings.TrimLeft(line, "#")) == "Cluster-wide rights"
-			continue
-		}
-		if !in || !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		cells := strings.Split(line, "|")
+	for _, cells := range table {
 		if len(cells) < 4 {
-			t.Fatalf("docs/install.md: malformed row %q", line)
+			t.Fatalf("docs/install.md: malformed row %q", strings.Join(cells, "|"))
 		}
 		var verbs []string
 		for _, v := range strings.Split(cells[2], ",") {
@@ -119,12 +104,6 @@ func documentedRights(t *testing.T) map[string][]string {
 		for _, m := range cellItem.FindAllStringSubmatch(cells[1], -1) {
 			rights[m[1]] = union(rights[m[1]], verbs)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(rights) == 0 {
-		t.Fatal("docs/install.md has no \"Cluster-wide rights\" table")
 	}
 	return rights
 }
