@@ -65,6 +65,10 @@ const (
 	// KeyRenewalToken is the renewal identity's token (register-only), KeyRenewalTokenExpiry its expiry.
 	KeyRenewalToken       = "renewalToken"
 	KeyRenewalTokenExpiry = "renewalTokenExpiry"
+	// KeyRefusedReason and KeyRefusedMessage are a refused registration's answer: its Granted
+	// condition's reason and message. A grant replaces them with the credential.
+	KeyRefusedReason  = "refusedReason"
+	KeyRefusedMessage = "refusedMessage"
 )
 
 // Condition types.

@@ -237,7 +237,7 @@ func renewRegistration(ctx context.Context, o Options, old *Credential, host str
 	ctrl.LoggerFrom(ctx).Info("Registering again with the renewal identity", "ClusterRegistration", cr.Name)
 	g := newGrantWatch(c, cr, o.Report)
 	g.waiting(ctx)
-	data, err := waitForSecret(ctx, cfg, old.sysNS, names.RegistrationSecretName(clientID, random), o.WaitTimeout, g.check)
+	data, err := waitForSecret(ctx, cfg, old.sysNS, names.RegistrationSecretName(clientID, random), o.WaitTimeout, g)
 	if err != nil {
 		_, err = g.refusal("", fmt.Errorf("wait for the answer to %s: %w", cr.Name, err))
 		return nil, err
@@ -328,7 +328,7 @@ func register(ctx context.Context, o Options, boot map[string][]byte) (*Credenti
 	ctrl.LoggerFrom(ctx).V(1).Info("Waiting for registration secret", "ClusterRegistration", cr.Name, "secret", secretName)
 	g := newGrantWatch(ic, cr, o.Report)
 	g.waiting(ctx)
-	data, err := waitForSecret(ctx, importCfg, sysNS, secretName, o.WaitTimeout, g.check)
+	data, err := waitForSecret(ctx, importCfg, sysNS, secretName, o.WaitTimeout, g)
 	if err != nil {
 		err = fmt.Errorf("wait for registration secret of %s: %w", cr.Name, err)
 		if apierrors.IsUnauthorized(err) {
@@ -378,8 +378,8 @@ func identity(ctx context.Context, o Options) (string, map[string]string, error)
 // grantWatch follows a ClusterRegistration while its agent waits for the answer: it reports the
 // wait, and a refusal (Granted=False) where the registering identity may read the registration.
 // drover's import and renewal identities may only create registrations: their reads are
-// refused, and the first refusal ends the checks (the wait is still reported, with where to
-// look on the management cluster).
+// refused, and the first refusal ends the checks; they learn of a refusal from the answer
+// Secret, which drover writes with the refusal's reason and message (answered).
 type grantWatch struct {
 	c      client.Reader
 	key    client.ObjectKey
@@ -430,13 +430,29 @@ func (g *grantWatch) check(ctx context.Context) {
 		return
 	}
 	c := meta.FindStatusCondition(cr.Status.Conditions, fleetv1alpha1.ConditionGranted)
-	if cr.Status.Granted || c == nil || c.Status != metav1.ConditionFalse ||
-		g.refused != nil && g.refused.Reason == c.Reason && g.refused.Message == c.Message {
+	if cr.Status.Granted || c == nil || c.Status != metav1.ConditionFalse {
 		return
 	}
-	g.refused = c.DeepCopy()
-	log.Info("Registration refused by the management cluster; waiting in case it is granted later", "reason", c.Reason, "message", c.Message)
-	g.send(ctx, c.Reason, fmt.Sprintf("ClusterRegistration %s was refused by the management cluster (%s): %s", g.key, c.Reason, c.Message))
+	g.refuse(ctx, c.Reason, c.Message)
+}
+
+// answered takes the answer Secret's data: a refusal (no token, the refusal's reason and
+// message, which drover writes where the registering identity may read it) is reported.
+func (g *grantWatch) answered(ctx context.Context, data map[string][]byte) {
+	if reason := string(data[fleetv1alpha1.KeyRefusedReason]); reason != "" {
+		g.refuse(ctx, reason, string(data[fleetv1alpha1.KeyRefusedMessage]))
+	}
+}
+
+// refuse reports and logs a refusal, once per reason and message.
+func (g *grantWatch) refuse(ctx context.Context, reason, msg string) {
+	if g.refused != nil && g.refused.Reason == reason && g.refused.Message == msg {
+		return
+	}
+	g.refused = &metav1.Condition{Type: fleetv1alpha1.ConditionGranted, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+	ctrl.LoggerFrom(ctx).Info("Registration refused by the management cluster; waiting in case it is granted later",
+		"ClusterRegistration", g.key.String(), "reason", reason, "message", msg)
+	g.send(ctx, reason, fmt.Sprintf("ClusterRegistration %s was refused by the management cluster (%s): %s", g.key, reason, msg))
 }
 
 // refusal returns reason and err as they are, or, when a refusal was seen, its reason and err
@@ -450,8 +466,9 @@ func (g *grantWatch) refusal(reason string, err error) (string, error) {
 
 // waitForSecret watches the one registration secret (a name-scoped watch, which is all the
 // import identity may do) instead of polling, so N agents cost N watches, not N×polls. Until
-// the watch is allowed, each retry runs check first.
-func waitForSecret(ctx context.Context, cfg *rest.Config, ns, name string, timeout time.Duration, check func(context.Context)) (map[string][]byte, error) {
+// the watch is allowed, each retry runs g's check first; an answer without a token (a
+// refusal) goes to g.
+func waitForSecret(ctx context.Context, cfg *rest.Config, ns, name string, timeout time.Duration, g *grantWatch) (map[string][]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -465,10 +482,15 @@ func waitForSecret(ctx context.Context, cfg *rest.Config, ns, name string, timeo
 		w, err := cs.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{FieldSelector: sel})
 		if err == nil {
 			for ev := range w.ResultChan() {
-				if s, ok := ev.Object.(*corev1.Secret); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) && len(s.Data[fleetv1alpha1.KeyToken]) > 0 {
+				s, ok := ev.Object.(*corev1.Secret)
+				if !ok || ev.Type != watch.Added && ev.Type != watch.Modified {
+					continue
+				}
+				if len(s.Data[fleetv1alpha1.KeyToken]) > 0 {
 					w.Stop()
 					return s.Data, nil
 				}
+				g.answered(ctx, s.Data)
 			}
 			w.Stop()
 		} else if apierrors.IsUnauthorized(err) {
@@ -477,9 +499,7 @@ func waitForSecret(ctx context.Context, cfg *rest.Config, ns, name string, timeo
 		} else if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
 			ctrl.LoggerFrom(ctx).V(1).Info("Watching registration secret failed, retrying", "error", err.Error())
 		}
-		if check != nil {
-			check(ctx)
-		}
+		g.check(ctx)
 		if err := pause(ctx, jitter(delay)); err != nil {
 			return nil, err
 		}

@@ -214,8 +214,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.expireAnswer(ctx, cr)
 	}
 	before := cr.DeepCopy()
+	// importSA is the identity the registration was made with, once known: a refusal is
+	// answered to it.
+	var importSA string
 	deny := func(reason, msg string) (ctrl.Result, error) {
 		old := meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionGranted)
+		if old == nil || old.Status != metav1.ConditionFalse || old.Reason != reason || old.Message != msg {
+			// Before the status: a failed answer is retried on the next pass.
+			if err := r.answerRefusal(ctx, cr, importSA, reason, msg); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		kube.SetCondition(&cr.Status.Conditions, cr.Generation, fleetv1alpha1.ConditionGranted, false, reason, msg)
 		if err := kube.PatchStatus(ctx, r.Client, cr, before); err != nil {
 			return ctrl.Result{}, err
@@ -260,7 +269,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	// Every check that can refuse the registration runs before its token place is taken, so
 	// a refused registration does not use one up.
-	importSA, tok, err := r.importIdentity(ctx, cr, renewal != nil)
+	sa, tok, err := r.importIdentity(ctx, cr, renewal != nil)
+	importSA = sa
 	if err == nil && tok != nil {
 		if _, uid, isBound := tok.BoundCluster(); isBound {
 			err = r.checkBoundCluster(ctx, cr, string(uid))
@@ -818,6 +828,36 @@ func (r *Reconciler) checkLegacyName(ctx context.Context, cr *fleetv1alpha1.Clus
 	if s.Labels[fleetv1alpha1.RegistrationLabel] != cr.Name || s.Labels[fleetv1alpha1.ClusterNamespaceLabel] != cr.Namespace {
 		return deniedError{fleetv1alpha1.ReasonSecretNameConflict, fmt.Sprintf(
 			"Registration secret %s already answers another registration: register again with a current agent (it uses collision-free names)", name)}
+	}
+	return nil
+}
+
+// answerRefusal writes a refusal into cr's answer Secret, where the identity that registered may
+// read it (it may not read its ClusterRegistration: that would show it other registrations'
+// clientRandom), so its agent can say why it waits. No answer is written when the identity is not known, or when the
+// answer's name belongs to another registration (SecretNameConflict).
+func (r *Reconciler) answerRefusal(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, importSA, reason, msg string) error {
+	if reason == fleetv1alpha1.ReasonSecretNameConflict {
+		return nil
+	}
+	if importSA == "" {
+		sa, _, err := r.importIdentity(ctx, cr, isRenewalName(cr))
+		if err != nil {
+			return nil // no usable identity: no one to answer
+		}
+		importSA = sa
+	}
+	if err := r.applyReader(ctx, cr, importSA); err != nil {
+		return err
+	}
+	labels := map[string]string{fleetv1alpha1.RegistrationLabel: cr.Name, fleetv1alpha1.ClusterNamespaceLabel: cr.Namespace, fleetv1alpha1.TokenLabel: tokenOf(cr)}
+	secret := kube.Secret(fleetv1alpha1.SystemRegistrationNamespace, answerName(cr), fleetv1alpha1.SecretTypeAgentCredential, labels, map[string][]byte{
+		fleetv1alpha1.KeyRefusedReason:  []byte(reason),
+		fleetv1alpha1.KeyRefusedMessage: []byte(msg),
+	})
+	// Applied, so that the grant's apply (same field manager) removes the refusal's keys.
+	if err := kube.Apply(ctx, r.Client, secret); err != nil {
+		return fmt.Errorf("answer refusal of %s: %w", cr.Name, err)
 	}
 	return nil
 }

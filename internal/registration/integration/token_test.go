@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -222,5 +223,71 @@ func limitedToken(t *testing.T, ws, name string, n int32) func(clientID string) 
 			t.Errorf("the import identity may create registrations: %v", err) // Errorf: called from goroutines
 		}
 		return cr
+	}
+}
+
+// TestRefusalReachesAgent: an agent whose registration is refused (its token is full) learns
+// why from its answer Secret (its import identity may not read ClusterRegistrations) and
+// reports it downstream, with what to do; raising the token's spec.maxClusters then grants
+// it, and the credential replaces the refusal.
+func TestRefusalReachesAgent(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ws := mgmt.Namespace(t)
+	values := issueToken(t, &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "full"},
+		Spec: fleetv1alpha1.ClusterRegistrationTokenSpec{TTL: &metav1.Duration{Duration: time.Hour}, MaxClusters: ptr.To[int32](1)}})
+	registerAgentWithToken(t, ws, values, "first-"+ws)
+
+	// The import identity may not read the registration, so the refusal must come another way.
+	imp := tokenClient(t, values[fleetv1alpha1.KeyToken])
+	agentNS := downstreamNamespace(t, values)
+	startAgent(t, downstream.Config, agentNS, "second-"+ws)
+	var st map[string]string
+	eventually(t, 30*time.Second, func() error {
+		if st = agentStatus(t, downstream.Client, agentNS); st["reason"] != fleetv1alpha1.ReasonTokenMaxClusters {
+			return fmt.Errorf("agent status %v, want reason %s", st, fleetv1alpha1.ReasonTokenMaxClusters)
+		}
+		return nil
+	})
+	var crs fleetv1alpha1.ClusterRegistrationList
+	if err := mgmt.Client.List(ctx, &crs, client.InNamespace(ws)); err != nil {
+		t.Fatal(err)
+	}
+	var cr *fleetv1alpha1.ClusterRegistration
+	for i := range crs.Items {
+		if crs.Items[i].Spec.ClientID == "second-"+ws {
+			cr = &crs.Items[i]
+		}
+	}
+	if cr == nil {
+		t.Fatal("no registration of the second cluster")
+	}
+	if err := imp.Get(ctx, client.ObjectKeyFromObject(cr), &fleetv1alpha1.ClusterRegistration{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the import identity reading its registration: %v, want Forbidden", err)
+	}
+	for _, want := range []string{"ClusterRegistration " + ws + "/" + cr.Name + " was refused by the management cluster (TokenMaxClustersReached)",
+		"Token full may register 1 cluster(s)", "--max-clusters"} {
+		if !strings.Contains(st["message"], want) {
+			t.Errorf("agent status message %q lacks %q", st["message"], want)
+		}
+	}
+
+	if err := mgmt.Client.Patch(ctx, &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "full"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxClusters":2}}`))); err != nil {
+		t.Fatal(err)
+	}
+	cred := credential(t, downstream.Client, agentNS)
+	if len(cred[fleetv1alpha1.KeyToken]) == 0 {
+		t.Fatal("the agent's credential has no token")
+	}
+	answer := &corev1.Secret{}
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: fleetv1alpha1.SystemRegistrationNamespace,
+		Name: names.AnswerSecretName(cr.Annotations, cr.Spec.ClientID, cr.Spec.ClientRandom)}, answer); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{fleetv1alpha1.KeyRefusedReason, fleetv1alpha1.KeyRefusedMessage} {
+		if _, ok := answer.Data[k]; ok {
+			t.Errorf("the granted answer still carries %s", k)
+		}
 	}
 }
