@@ -854,8 +854,13 @@ func readyCond(b *fleetv1alpha1.Bundle) {
 		Message: fmt.Sprintf("%d/%d clusters ready", s.Ready, s.DesiredReady), ObservedGeneration: b.Generation}
 	if s.Ready != s.DesiredReady {
 		c.Status, c.Reason = metav1.ConditionFalse, fleetv1alpha1.ReasonPending
-		if s.ErrApplied > 0 {
+		switch {
+		case s.ErrApplied > 0:
 			c.Reason = fleetv1alpha1.ReasonApplyFailed
+		case s.Modified > 0:
+			// Drift stays until someone acts: not a rollout on its way.
+			c.Reason = fleetv1alpha1.ReasonModified
+			c.Message += fmt.Sprintf("; %d modified downstream since drover applied them (drover bundle status %s shows which resources; set spec.correctDrift to have drover undo such changes)", s.Modified, b.Name)
 		}
 	}
 	meta.SetStatusCondition(&b.Status.Conditions, c)

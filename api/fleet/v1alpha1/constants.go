@@ -116,11 +116,14 @@ const (
 	ReasonWaitingForNamespace = "WaitingForNamespace"
 	ReasonApplyFailed         = "ApplyFailed"
 	ReasonResourcesNotReady   = "ResourcesNotReady"
-	ReasonWaitCheckIn         = "WaitCheckIn"
-	ReasonCredentialRevoked   = "CredentialRevoked"
-	ReasonBootstrapMissing    = "BootstrapSecretMissing"
-	ReasonRegistrationFailed  = "RegistrationFailed"
-	ReasonRegistered          = "Registered"
+	// ReasonModified (Bundle Ready=False): resources were changed or deleted downstream since
+	// drover applied them, and drover does not correct drift for the Bundle.
+	ReasonModified           = "Modified"
+	ReasonWaitCheckIn        = "WaitCheckIn"
+	ReasonCredentialRevoked  = "CredentialRevoked"
+	ReasonBootstrapMissing   = "BootstrapSecretMissing"
+	ReasonRegistrationFailed = "RegistrationFailed"
+	ReasonRegistered         = "Registered"
 	// AgentCredential reasons: the agent checked in within its request token's life; it has not
 	// (the token has expired: it re-registers with its renewal identity when it is back); it has
 	// not within the renewal identity's life either (it needs a new bootstrap); it re-registered.

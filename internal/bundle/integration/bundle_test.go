@@ -192,6 +192,11 @@ func TestDriftIsReportedAndCorrected(t *testing.T) {
 			if s := got.Status.Summary; s.Modified != 1 || len(s.NonReadyClusters) != 1 || s.NonReadyClusters[0].Name != plainName || !strings.Contains(s.NonReadyClusters[0].Message, "data.color") {
 				return fmt.Errorf("bundle summary %+v", s)
 			}
+			// Drift is not a rollout on its way (Pending): drover check lists the Bundle.
+			if c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionReady); c == nil || c.Reason != fleetv1alpha1.ReasonModified ||
+				!strings.Contains(c.Message, "1 modified downstream") || !strings.Contains(c.Message, "correctDrift") {
+				return fmt.Errorf("Ready condition %+v, want reason %s saying what to do", c, fleetv1alpha1.ReasonModified)
+			}
 			return nil
 		})
 		if err := plain.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil || cm.Data["color"] != "red" {
