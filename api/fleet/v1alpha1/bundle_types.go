@@ -254,7 +254,7 @@ type BundleStatus struct {
 // BundleDeployment per cluster.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:categories=drover
+// +kubebuilder:resource:categories={drover,fleet}
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.summary.ready`
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.summary.desiredReady`
 // +kubebuilder:printcolumn:name="Modified",type=integer,JSONPath=`.status.summary.modified`
@@ -279,8 +279,8 @@ type BundleList struct {
 // Bundle version, stored once in the workspace namespace and referenced by every
 // BundleDeployment of that version. Its name is "s-" + the hex sha256 of the JSON-encoded
 // manifests (with Helm: of the JSON of manifests and helm).
+// Not in the drover or fleet kubectl categories: it is storage, and large.
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:categories=drover
 type BundleContent struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

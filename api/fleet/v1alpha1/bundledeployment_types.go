@@ -135,7 +135,7 @@ type BundleDeploymentDisplay struct {
 // server-side apply, and the status it reports back.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=bd,categories=drover
+// +kubebuilder:resource:shortName=bd,categories={drover,fleet}
 // +kubebuilder:printcolumn:name="Deployment-ID",type=string,JSONPath=`.spec.deploymentID`
 // +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.appliedDeploymentID`
 // +kubebuilder:printcolumn:name="Ready",type=boolean,JSONPath=`.status.ready`

@@ -135,7 +135,7 @@ type ClusterStatus struct {
 // BundleDeployments in the cluster namespace.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=fc;fleetcluster,categories=drover
+// +kubebuilder:resource:shortName=fc;fleetcluster,categories={drover,fleet}
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Last-Seen",type=date,JSONPath=`.status.agent.lastSeen`

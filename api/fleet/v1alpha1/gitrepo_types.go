@@ -195,7 +195,7 @@ type GitRepoStatus struct {
 // new commits.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:path=gitrepos,singular=gitrepo,categories=drover
+// +kubebuilder:resource:path=gitrepos,singular=gitrepo,categories={drover,fleet}
 // +kubebuilder:printcolumn:name="Repo",type=string,JSONPath=`.spec.repo`
 // +kubebuilder:printcolumn:name="Commit",type=string,JSONPath=`.status.commit`
 // +kubebuilder:printcolumn:name="Bundles-Ready",type=integer,JSONPath=`.status.summary.readyBundles`

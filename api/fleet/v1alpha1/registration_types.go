@@ -51,7 +51,7 @@ type ClusterRegistrationTokenStatus struct {
 // namespace and read only the registration secrets answering them.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=crt,categories=drover
+// +kubebuilder:resource:shortName=crt,categories={drover,fleet}
 // +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.status.secretName`
 // +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expires`
 // +kubebuilder:printcolumn:name="Max-Clusters",type=integer,JSONPath=`.spec.maxClusters`
@@ -110,7 +110,7 @@ type ClusterRegistrationStatus struct {
 // registration secret holding the request identity.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=creg,categories=drover
+// +kubebuilder:resource:shortName=creg,categories={drover,fleet}
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.status.clusterName`
 // +kubebuilder:printcolumn:name="Granted",type=boolean,JSONPath=`.status.granted`
 type ClusterRegistration struct {

@@ -228,7 +228,7 @@ type CloudProviderMigrationStatus struct {
 // provider to the out-of-tree AWS cloud controller manager, step by step (SPEC §3).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=cpm
+// +kubebuilder:resource:shortName=cpm,categories=drover
 // +kubebuilder:printcolumn:name="Distribution",type=string,JSONPath=`.spec.distribution`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Step",type=integer,JSONPath=`.status.currentStep`
