@@ -456,14 +456,15 @@ func (p *pass) plan() error {
 		budget--
 		w := p.wants[bd.Namespace]
 		bd.Spec = *w.spec.DeepCopy()
+		if bd.Labels == nil {
+			bd.Labels = map[string]string{}
+		}
 		if w.name != "" {
-			if bd.Labels == nil {
-				bd.Labels = map[string]string{}
-			}
 			bd.Labels[CustomizationLabel] = w.name
 		} else {
 			delete(bd.Labels, CustomizationLabel)
 		}
+		setRepoLabel(bd.Labels, b)
 		p.update = append(p.update, bd)
 	}
 	return nil
@@ -540,10 +541,23 @@ func (p *pass) writeStatus(ctx context.Context) error {
 }
 
 func bdLabels(b *fleetv1alpha1.Bundle, c *fleetv1alpha1.Cluster) map[string]string {
-	return map[string]string{
+	l := map[string]string{
 		BundleNameLabel: b.Name, BundleNamespaceLabel: b.Namespace,
 		fleetv1alpha1.ClusterLabel: c.Name, fleetv1alpha1.ClusterNamespaceLabel: c.Namespace,
 		fleetv1alpha1.ClusterUIDLabel: string(c.UID), fleetv1alpha1.ManagedLabel: "true",
+	}
+	setRepoLabel(l, b)
+	return l
+}
+
+// setRepoLabel copies the Bundle's GitRepo label, so a GitRepo's BundleDeployments can be
+// selected across cluster namespaces (kubectl get bd -A -l fleet.drover.io/gitrepo-name=NAME).
+// It is set with writes the controller makes anyway, never with a write of its own.
+func setRepoLabel(l map[string]string, b *fleetv1alpha1.Bundle) {
+	if repo := b.Labels[fleetv1alpha1.GitRepoNameLabel]; repo != "" {
+		l[fleetv1alpha1.GitRepoNameLabel] = repo
+	} else {
+		delete(l, fleetv1alpha1.GitRepoNameLabel)
 	}
 }
 

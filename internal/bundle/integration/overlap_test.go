@@ -123,3 +123,28 @@ func TestDefaultNamespaceCreated(t *testing.T) {
 		t.Errorf("namespace %s after the Bundle's deletion: %v, want kept", ns, err)
 	}
 }
+
+// TestGitRepoLabelOnBundleDeployments: a GitRepo's BundleDeployments carry its name label, on
+// creation and on update, so they can be selected across cluster namespaces as Fleet users do
+// (kubectl get bd -A -l fleet.drover.io/gitrepo-name=NAME).
+func TestGitRepoLabelOnBundleDeployments(t *testing.T) {
+	name := unique("from-repo")
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name, Labels: map[string]string{fleetv1alpha1.GitRepoNameLabel: "apps"}},
+		Spec: fleetv1alpha1.BundleSpec{Resources: raw(t, configMap("default", name, map[string]string{"k": "v1"})),
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: plainName}}}}
+	createBundle(t, b)
+	labelled := func(want string) func(*fleetv1alpha1.BundleDeployment) error {
+		return func(bd *fleetv1alpha1.BundleDeployment) error {
+			if got := bd.Labels[fleetv1alpha1.GitRepoNameLabel]; got != want {
+				return fmt.Errorf("label %s=%q, want %q", fleetv1alpha1.GitRepoNameLabel, got, want)
+			}
+			return nil
+		}
+	}
+	waitBundleDeployment(t, plainName, name, 30*time.Second, labelled("apps"))
+	patchBundle(t, b, func(b *fleetv1alpha1.Bundle) {
+		b.Labels[fleetv1alpha1.GitRepoNameLabel] = "renamed"
+		b.Spec.Resources = raw(t, configMap("default", name, map[string]string{"k": "v2"}))
+	})
+	waitBundleDeployment(t, plainName, name, 30*time.Second, labelled("renamed"))
+}
