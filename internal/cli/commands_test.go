@@ -255,8 +255,10 @@ func TestTokenCreatePrintsInstallCommands(t *testing.T) {
 	if err != nil {
 		t.Fatalf("token list: %v\n%s", err, errOut)
 	}
-	if row := strings.Fields(out[strings.LastIndex(strings.TrimRight(out, "\n"), "\n")+1:]); !slices.Equal(row, []string{"edge", "True", "in", "89m", "1/3", "edge"}) && !slices.Equal(row, []string{"edge", "True", "in", "90m", "1/3", "edge"}) {
-		t.Errorf("token list -o wide row %q, want edge True in 90m 1/3 edge:\n%s", row, out)
+	// (AGE, the token's own, comes before the wide SECRET column.)
+	if row := strings.Fields(out[strings.LastIndex(strings.TrimRight(out, "\n"), "\n")+1:]); len(row) != 7 || row[6] != "edge" ||
+		!slices.Equal(row[:5], []string{"edge", "True", "in", "89m", "1/3"}) && !slices.Equal(row[:5], []string{"edge", "True", "in", "90m", "1/3"}) {
+		t.Errorf("token list -o wide row %q, want edge True in 90m 1/3 AGE edge:\n%s", row, out)
 	}
 	// drover's per-cluster import token registers its cluster only.
 	imp := &fleetv1alpha1.ClusterRegistrationToken{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "import-edge-1", Labels: map[string]string{
@@ -266,7 +268,7 @@ func TestTokenCreatePrintsInstallCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, err = drover(t.Context(), "token", "list", "--kubeconfig", kc, "-n", ns)
-	if err != nil || !regexp.MustCompile(`(?m)^import-edge-1 .* edge-1 only$`).MatchString(out) {
+	if err != nil || !regexp.MustCompile(`(?m)^import-edge-1 .* edge-1 only +\S+$`).MatchString(out) {
 		t.Errorf("token list: %v %s\n%s, want import-edge-1 for edge-1 only", err, errOut, out)
 	}
 	if _, _, err := drover(t.Context(), "token", "create", "x", "--ttl", "1h", "--max-clusters", "0", "--kubeconfig", kc); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--max-clusters") {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,14 @@ const (
 )
 
 var goldenNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// goldenAge is how old each golden object is at goldenNow (its AGE): the API server sets
+// creationTimestamp itself, so the golden test fixes createdAt. The ages keep the order the
+// objects are created in (prod before staging), so --sort-by=.metadata.creationTimestamp agrees.
+var goldenAge = map[string]time.Duration{
+	"prod": 40 * 24 * time.Hour, "staging": 3*time.Hour + 10*time.Minute, "web": 26 * time.Hour,
+	"edge-1": 9 * 24 * time.Hour, "rke2-prod": 5*time.Minute + 30*time.Second, "apps": 51 * time.Hour,
+}
 
 // seedGolden creates the fixed objects every golden test prints.
 func seedGolden(t *testing.T) {
@@ -151,9 +160,15 @@ func golden(t *testing.T, name, got string) {
 // TestGoldenOutput: every read command in every output format, against fixed objects.
 func TestGoldenOutput(t *testing.T) {
 	seedGolden(t)
-	old := now
+	old, oldCreated := now, createdAt
 	now = func() time.Time { return goldenNow }
-	t.Cleanup(func() { now = old })
+	createdAt = func(obj metav1.Object) time.Time {
+		if a, ok := goldenAge[obj.GetName()]; ok && obj.GetNamespace() == goldenNS {
+			return goldenNow.Add(-a)
+		}
+		return oldCreated(obj)
+	}
+	t.Cleanup(func() { now, createdAt = old, oldCreated })
 	kc := mgmtKubeconfig(t)
 	formats := []string{"", "table", "wide", "json", "yaml", "name", "jsonpath={.metadata.name}"}
 	type command struct {
@@ -207,6 +222,36 @@ func TestGoldenOutput(t *testing.T) {
 		}
 		golden(t, "cluster-list-all-namespaces", out)
 	})
+	// kubectl's table flags: --no-headers, --show-labels, --sort-by (a string, a timestamp with
+	// staging's missing first, the creation time); -o name ignores the first two and follows
+	// --sort-by's order.
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"cluster-list-no-headers", []string{"cluster", "list", "--no-headers"}},
+		{"cluster-list-all-namespaces-no-headers", []string{"cluster", "list", "-A", "-l", goldenLabel, "--no-headers"}},
+		{"cluster-list-show-labels", []string{"cluster", "list", "--show-labels"}},
+		{"fleet-list-show-labels", []string{"fleet", "list", "--show-labels"}},
+		{"fleet-list-wide-show-labels", []string{"fleet", "list", "-o", "wide", "--show-labels"}},
+		{"fleet-list-show-labels-no-headers", []string{"fleet", "list", "--show-labels", "--no-headers"}},
+		{"cluster-list-sort-by-phase", []string{"cluster", "list", "--sort-by", "{.status.phase}"}},
+		{"cluster-list-sort-by-refresh", []string{"cluster", "list", "--sort-by", ".status.lastRefreshTime"}},
+		{"cluster-list-sort-by-created", []string{"cluster", "list", "--sort-by=.metadata.creationTimestamp"}},
+		{"cluster-list-name-sort-by-refresh", []string{"cluster", "list", "-o", "name", "--sort-by", ".status.lastRefreshTime", "--no-headers", "--show-labels"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if !slices.Contains(args, "-A") {
+				args = append(args, "-n", goldenNS)
+			}
+			out, errOut, err := drover(t.Context(), append(args, "--kubeconfig", kc)...)
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", args, err, errOut)
+			}
+			golden(t, tc.name, out)
+		})
+	}
 	t.Run("empty list", func(t *testing.T) {
 		out, errOut, err := drover(t.Context(), "cluster", "list", "-l", "nothing=here", "--kubeconfig", kc, "-n", goldenNS)
 		if err != nil || out != "" || !strings.Contains(errOut, "No clusters found in namespace golden") {

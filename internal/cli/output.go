@@ -26,9 +26,13 @@ var now = time.Now
 // outputFormats are the -o values of every read command.
 const outputFormats = "table|wide|json|yaml|name|jsonpath=TEMPLATE"
 
-// output is the -o flag of a read command.
+// output is the -o flag of a read command, with a list command's table flags.
 type output struct {
 	format string
+	// noHeaders, showLabels and sortBy are a list command's --no-headers, --show-labels and
+	// --sort-by (see addListFlags); read commands of one object leave them unset.
+	noHeaders, showLabels bool
+	sortBy                string
 }
 
 func (o *output) addFlag(cmd *cobra.Command, human string) {
@@ -42,8 +46,25 @@ func (o *output) addFlag(cmd *cobra.Command, human string) {
 	})
 }
 
-// validate fails with a usage error on an unknown -o value.
+// addListFlags binds kubectl's table flags of a list command: --no-headers, --show-labels and
+// --sort-by (which also orders -o json, yaml, name and jsonpath).
+func (o *output) addListFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&o.noHeaders, "no-headers", false, "table output: print no header row")
+	f.BoolVar(&o.showLabels, "show-labels", false, "table output: show each object's labels as the last column (LABELS)")
+	f.StringVar(&o.sortBy, "sort-by", "", "sort the list by the field at this JSONPath, e.g. .metadata.creationTimestamp or '{.status.phase}' (default: namespace, then name)")
+	_ = cmd.RegisterFlagCompletionFunc("sort-by", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{".metadata.name", ".metadata.namespace", ".metadata.creationTimestamp"}, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// validate fails with a usage error on an unknown -o value or a --sort-by that is no JSONPath.
 func (o *output) validate() error {
+	if o.sortBy != "" {
+		if _, err := sortPath(o.sortBy); err != nil {
+			return usageErrorf("--sort-by %s: %w", o.sortBy, err)
+		}
+	}
 	switch f := o.format; {
 	case f == "", f == "table", f == "wide", f == "json", f == "yaml", f == "name":
 		return nil
@@ -65,17 +86,19 @@ type column[T any] struct {
 	cell func(T) string
 }
 
-// printList prints items in the chosen format. Table formats list namespaces with -A
-// (withNamespace); an empty table says so on errOut, like kubectl.
+// printList prints items in the chosen format, in --sort-by's order (see sortList). Table
+// formats list namespaces with -A (withNamespace); an empty table says so on errOut, like kubectl.
 func printList[T client.Object](out, errOut io.Writer, o *output, items []T, cols []column[T], withNamespace bool, what string) error {
-	sortByName(items)
+	if err := sortList(items, o.sortBy); err != nil {
+		return err
+	}
 	switch o.format {
 	case "", "table", "wide":
 		if len(items) == 0 {
 			fmt.Fprintf(errOut, "No %s.\n", what)
 			return nil
 		}
-		return printTable(out, o.format == "wide", items, cols, withNamespace)
+		return printTable(out, o, items, cols, withNamespace)
 	case "name":
 		for _, it := range items {
 			if err := printObject(out, o, it); err != nil {
@@ -119,7 +142,7 @@ func printOne[T client.Object](out io.Writer, o *output, obj T, cols []column[T]
 	case "":
 		return human()
 	case "table", "wide":
-		return printTable(out, o.format == "wide", []T{obj}, cols, false)
+		return printTable(out, o, []T{obj}, cols, false)
 	}
 	return printObject(out, o, obj)
 }
@@ -155,29 +178,9 @@ func (o *output) printer() (printers.ResourcePrinter, error) {
 	return nil, usageErrorf("-o %s: unknown output format (use %s)", o.format, outputFormats)
 }
 
-// printTable prints a metav1.Table through cli-runtime's table printer.
-func printTable[T client.Object](out io.Writer, wide bool, items []T, cols []column[T], withNamespace bool) error {
-	return printers.NewTablePrinter(printers.PrintOptions{Wide: wide, WithNamespace: withNamespace}).PrintObj(tableOf(items, cols), out)
-}
-
-// tableOf is items as a metav1.Table of cols (wide columns at priority 1).
-func tableOf[T client.Object](items []T, cols []column[T]) *metav1.Table {
-	t := &metav1.Table{}
-	for _, c := range cols {
-		d := metav1.TableColumnDefinition{Name: c.name, Type: "string"}
-		if c.wide {
-			d.Priority = 1
-		}
-		t.ColumnDefinitions = append(t.ColumnDefinitions, d)
-	}
-	for _, it := range items {
-		row := metav1.TableRow{Object: runtime.RawExtension{Object: it}}
-		for _, c := range cols {
-			row.Cells = append(row.Cells, c.cell(it))
-		}
-		t.Rows = append(t.Rows, row)
-	}
-	return t
+// printTable prints items as one table (see table).
+func printTable[T client.Object](out io.Writer, o *output, items []T, cols []column[T], withNamespace bool) error {
+	return newTable(o, cols, withNamespace, false).print(out, "", items...)
 }
 
 // setKind fills in apiVersion and kind, which typed clients leave empty.
@@ -267,6 +270,7 @@ func newListCommand[L any, PL interface {
 		},
 	}
 	o.addFlag(cmd, "table")
+	o.addListFlags(cmd)
 	k.addListFlags(cmd)
 	w.addFlags(cmd)
 	return cmd

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"sync/atomic"
 
 	"github.com/spf13/cobra"
@@ -59,10 +58,9 @@ type listWatch[T client.Object] struct {
 	cols          []column[T]
 	withNamespace bool
 	events        bool
-	// header: the table's header has been printed; widths are its columns' widths so far,
-	// which later rows keep (kubectl's watch rows line up under the first table).
-	header bool
-	widths []int
+	// table prints the table formats' rows (made on the first): the first list as one table,
+	// each change as a row lined up under it, as kubectl's watch rows are.
+	table *table[T]
 	// printer prints every object of a non-table format: one printer, so that YAML documents
 	// get their "---" separators.
 	printer printers.ResourcePrinter
@@ -110,8 +108,10 @@ func (lw *listWatch[T]) list(ctx context.Context, show bool) (string, error) {
 	}
 	if show {
 		items := lw.items(l)
-		sortByName(items)
-		if len(items) == 0 && !lw.header && (lw.o.format == "" || lw.o.format == "table" || lw.o.format == "wide") {
+		if err := sortList(items, lw.o.sortBy); err != nil {
+			return "", err
+		}
+		if len(items) == 0 && (lw.table == nil || !lw.table.started) && (lw.o.format == "" || lw.o.format == "table" || lw.o.format == "wide") {
 			fmt.Fprintf(lw.errOut, "No %s.\n", lw.none)
 		}
 		// One table, aligned as list prints it; the changes that follow are rows of their own.
@@ -161,8 +161,7 @@ func (lw *listWatch[T]) follow(ctx context.Context, w watch.Interface, rv string
 	}
 }
 
-// print prints objs: table rows (the header before the first), or each object alone in the
-// other formats.
+// print prints objs: table rows (see table), or each object alone in the other formats.
 func (lw *listWatch[T]) print(typ watch.EventType, objs ...T) error {
 	switch lw.o.format {
 	case "", "table", "wide":
@@ -185,75 +184,8 @@ func (lw *listWatch[T]) print(typ watch.EventType, objs ...T) error {
 		}
 		return nil
 	}
-	if len(objs) == 0 {
-		return nil
+	if lw.table == nil {
+		lw.table = newTable(lw.o, lw.cols, lw.withNamespace, lw.events)
 	}
-	var rows [][]string
-	if !lw.header {
-		rows = append(rows, lw.headerRow())
-	}
-	for _, obj := range objs {
-		rows = append(rows, lw.row(typ, obj))
-	}
-	if lw.widths == nil && lw.events {
-		lw.widths = []int{len(watch.Modified) + 3} // room for every event type from the start
-	}
-	for _, r := range rows {
-		for i, cell := range r {
-			if i == len(lw.widths) {
-				lw.widths = append(lw.widths, 0)
-			}
-			// As kubectl's tabwriter: at least 10 wide, 3 spaces after the longest cell.
-			lw.widths[i] = max(lw.widths[i], len(cell)+3, 10)
-		}
-	}
-	lw.header = true
-	var b strings.Builder
-	for _, r := range rows {
-		for i, cell := range r {
-			if i == len(r)-1 {
-				b.WriteString(cell)
-				break
-			}
-			b.WriteString(cell)
-			b.WriteString(strings.Repeat(" ", lw.widths[i]-len(cell)))
-		}
-		b.WriteByte('\n')
-	}
-	_, err := io.WriteString(lw.out, b.String())
-	return err
-}
-
-// headerRow and row are the watch table's cells: EVENT first (as kubectl), NAMESPACE with -A,
-// the wide columns with -o wide.
-func (lw *listWatch[T]) headerRow() []string {
-	var r []string
-	if lw.events {
-		r = append(r, "EVENT")
-	}
-	if lw.withNamespace {
-		r = append(r, "NAMESPACE")
-	}
-	for _, c := range lw.cols {
-		if !c.wide || lw.o.format == "wide" {
-			r = append(r, c.name)
-		}
-	}
-	return r
-}
-
-func (lw *listWatch[T]) row(typ watch.EventType, obj T) []string {
-	var r []string
-	if lw.events {
-		r = append(r, string(typ))
-	}
-	if lw.withNamespace {
-		r = append(r, obj.GetNamespace())
-	}
-	for _, c := range lw.cols {
-		if !c.wide || lw.o.format == "wide" {
-			r = append(r, oneLine(c.cell(obj)))
-		}
-	}
-	return r
+	return lw.table.print(lw.out, typ, objs...)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -193,5 +194,75 @@ func TestWatchExpiredListsAgain(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "bundle.fleet.drover.io/web") {
 		t.Errorf("the new list was not printed: %q", out.String())
+	}
+}
+
+// TestListWatchTableFlags: list -w honours the table flags as list does: --no-headers prints no
+// header, neither for the first table nor for the first row of a list that was empty;
+// --sort-by orders the first table; --show-labels ends every row with the labels.
+func TestListWatchTableFlags(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	kc := mgmtKubeconfig(t)
+	ns := mgmt.Namespace(t)
+	for name, rank := range map[string]string{"a": "2", "b": "1"} {
+		b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"rank": rank}}}
+		if err := mgmt.Client.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bundles, _ := startDrover(t, "bundle", "list", "-w", "--no-headers", "--show-labels", "--sort-by", "{.metadata.labels.rank}", "--kubeconfig", kc, "-n", ns)
+	gitRepos, gitRepoErr := startDrover(t, "gitrepo", "list", "-w", "--no-headers", "--kubeconfig", kc, "-n", ns)
+	envtest.Eventually(t, 30*time.Second, func() error {
+		if !strings.Contains(gitRepoErr.String(), "No gitrepos found") {
+			return fmt.Errorf("stderr of an empty list: %q", gitRepoErr.String())
+		}
+		return nil
+	})
+	// c comes after the first table, as a change: wait for the table.
+	envtest.Eventually(t, 30*time.Second, func() error {
+		if n := rows(bundles.String(), "a") + rows(bundles.String(), "b"); n != 2 {
+			return fmt.Errorf("%d of the 2 bundles listed:\n%s", n, bundles.String())
+		}
+		return nil
+	})
+	g := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps"}, Spec: fleetv1alpha1.GitRepoSpec{Repo: "https://git.example.com/apps.git"}}
+	if err := mgmt.Client.Create(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	c := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
+	if err := mgmt.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		out   *envtest.SyncBuffer
+		lines []string // the first field of each line, in order
+		last  []string // the last field of each line
+	}{
+		{"sorted, labelled, no header", bundles, []string{"b", "a", "c"}, []string{"rank=1", "rank=2", "<none>"}},
+		{"empty list, no header", gitRepos, []string{"apps"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var first, last []string
+			envtest.Eventually(t, 30*time.Second, func() error {
+				first, last = nil, nil
+				for l := range strings.Lines(tt.out.String()) {
+					f := strings.Fields(l)
+					first, last = append(first, f[0]), append(last, f[len(f)-1])
+				}
+				if len(first) < len(tt.lines) {
+					return fmt.Errorf("%d lines, want %d:\n%s", len(first), len(tt.lines), tt.out.String())
+				}
+				return nil
+			})
+			if !slices.Equal(first, tt.lines) {
+				t.Errorf("lines %v, want %v (no header):\n%s", first, tt.lines, tt.out.String())
+			}
+			if tt.last != nil && !slices.Equal(last, tt.last) {
+				t.Errorf("last column %v, want the labels %v:\n%s", last, tt.last, tt.out.String())
+			}
+		})
 	}
 }
