@@ -333,9 +333,20 @@ func checkGitRepos(ctx context.Context, c client.Client, ns string) (string, str
 		if cond := meta.FindStatusCondition(g.Status.Conditions, fleetv1alpha1.ConditionReady); cond != nil && cond.Status == metav1.ConditionFalse {
 			return cond.Reason
 		}
+		// Ready, yet deploying nowhere or not as the repository says: what a Fleet user's
+		// repository (no GitRepo targets, fleet.yaml keys drover ignores) most often meets.
+		if len(g.Spec.Targets) == 0 {
+			return "NoTargets"
+		}
+		if g.Status.ObservedGeneration == g.Generation && len(g.Status.Bundles) > 0 && !slices.ContainsFunc(g.Status.Bundles, func(b fleetv1alpha1.GitRepoBundle) bool { return b.DesiredReady > 0 }) {
+			return "TargetsNoCluster"
+		}
+		if cond := meta.FindStatusCondition(g.Status.Conditions, fleetv1alpha1.ConditionConfigSupported); cond != nil && cond.Status == metav1.ConditionFalse {
+			return cond.Reason
+		}
 		return ""
 	})
-	return verdict(len(l.Items), bad, "GitRepos", "failing", "not ready", "drover gitrepo get NAME", ns)
+	return verdict(len(l.Items), bad, "GitRepos", "failing or deploying nowhere", "need attention", "drover gitrepo get NAME", ns)
 }
 
 func checkHosted(ctx context.Context, c client.Client, ns string) (string, string, error) {

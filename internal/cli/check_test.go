@@ -183,6 +183,31 @@ func TestCheck(t *testing.T) {
 	if err := c.Status().Update(ctx, typo); err != nil {
 		t.Fatal(err)
 	}
+	// GitRepos: fine; applied without targets (Fleet's default clusterGroup does not exist here);
+	// targeting no cluster; with fleet.yaml keys drover ignores.
+	for _, g := range []struct {
+		name    string
+		targets []fleetv1alpha1.BundleTarget
+		desired int
+		conds   []metav1.Condition
+	}{
+		{name: "apps", targets: []fleetv1alpha1.BundleTarget{{ClusterName: "edge-ok"}}, desired: 1},
+		{name: "apps-untargeted"},
+		{name: "apps-typo", targets: []fleetv1alpha1.BundleTarget{{ClusterName: "edge-okk"}}},
+		{name: "apps-fleet", targets: []fleetv1alpha1.BundleTarget{{ClusterName: "edge-ok"}}, desired: 1,
+			conds: []metav1.Condition{{Type: fleetv1alpha1.ConditionConfigSupported, Status: "False", Reason: fleetv1alpha1.ReasonUnsupportedFleetKeys, Message: "m", LastTransitionTime: now}}},
+	} {
+		gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: g.name}, Spec: fleetv1alpha1.GitRepoSpec{Repo: "https://git.example.com/apps", Targets: g.targets}}
+		if err := c.Create(ctx, gr); err != nil {
+			t.Fatal(err)
+		}
+		gr.Status = fleetv1alpha1.GitRepoStatus{ObservedGeneration: gr.Generation, Commit: "0a1b2c3",
+			Bundles:    []fleetv1alpha1.GitRepoBundle{{Name: g.name + "-web", Path: "web", Ready: g.desired, DesiredReady: g.desired}},
+			Conditions: append(g.conds, metav1.Condition{Type: "Ready", Status: "True", Reason: "Succeeded", Message: "m", LastTransitionTime: now})}
+		if err := c.Status().Update(ctx, gr); err != nil {
+			t.Fatal(err)
+		}
+	}
 	h := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-east"}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{DisplayName: "a", Region: "us-east-1", CredentialSecret: "aws"}}}
 	if err := c.Create(ctx, h); err != nil {
 		t.Fatal(err)
@@ -213,7 +238,8 @@ func TestCheck(t *testing.T) {
 			"agents run v1.2.0 (1), v1.3.0 (1)")
 		expect(t, got, "bundles", checkWarn, "2 of 3 Bundles not ready", "typo (TargetsNoCluster)", "web (ApplyFailed)", "(drover bundle status NAME -n "+ns+")")
 		expect(t, got, "hosted-clusters", checkWarn, "2 of 3 hosted clusters failed or cannot join the fleet: prod-east (failed), prod-west (AccessEntryMissing)", "drover cluster get")
-		expect(t, got, "gitrepos", checkOK)
+		expect(t, got, "gitrepos", checkWarn, "3 of 4 GitRepos need attention", "apps-fleet (UnsupportedFleetKeys)", "apps-typo (TargetsNoCluster)",
+			"apps-untargeted (NoTargets)", "(drover gitrepo get NAME -n "+ns+")")
 		expect(t, got, "migrations", checkOK)
 		if strings.Contains(got["fleet"].Detail, "edge-ok") {
 			t.Errorf("fleet names the connected cluster: %s", got["fleet"].Detail)
