@@ -265,6 +265,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	recheck := r.record(b, p.before, p.bds)
+	if p.recheck > 0 && (recheck == 0 || p.recheck < recheck) {
+		recheck = p.recheck
+	}
 	for _, bd := range p.remove {
 		r.corrections.Delete(bd.UID)
 		r.notReady.Delete(bd.UID)
@@ -329,8 +332,10 @@ type pass struct {
 	have                             map[string]bool // cluster namespaces with a BundleDeployment
 	held                             int             // disconnected clusters not updated
 
-	// writeStatus: the BundleDeployments as they are after this pass's writes.
-	bds []*fleetv1alpha1.BundleDeployment
+	// writeStatus: the BundleDeployments as they are after this pass's writes, and when to look
+	// again for one whose grace (Reconciler.NotReadyGrace) is still running.
+	bds     []*fleetv1alpha1.BundleDeployment
+	recheck time.Duration
 }
 
 // wantID is the deployment ID the cluster of bd must have.
@@ -514,6 +519,11 @@ func (p *pass) writeStatus(ctx context.Context) error {
 	b.Status.Customizations = p.custom
 	b.Status.Summary = summarize(p.bds, p.wantID, len(p.targeted))
 	readyCond(b)
+	var n int
+	n, p.recheck = p.r.stalled(p.bds, p.wantID)
+	if n > 0 {
+		stalledCond(b, n, p.r.grace())
+	}
 	halted := !b.Spec.Rollout.Paused && len(p.outdated) > len(p.update) && len(p.update) == 0 && failedAt(p.bds, p.wantID) > 0
 	if halted {
 		s := b.Status.Summary
@@ -697,23 +707,16 @@ func (r *Reconciler) record(b, before *fleetv1alpha1.Bundle, bds []*fleetv1alpha
 	for _, bd := range bds {
 		byCluster[bd.Labels[fleetv1alpha1.ClusterLabel]] = bd
 	}
-	now, grace := time.Now(), r.NotReadyGrace
-	if r.now != nil {
-		now = r.now()
-	}
-	if grace <= 0 {
-		grace = 2 * time.Minute
-	}
+	now, grace := r.clock(), r.grace()
 	for _, c := range s.NonReadyClusters {
 		bd := byCluster[c.Name]
-		if c.State != StateNotReady || bd == nil {
+		if bd == nil {
 			continue
 		}
-		cond := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionReady)
-		if cond == nil {
+		since, ok := stalledSince(bd, c.State)
+		if !ok {
 			continue
 		}
-		since := cond.LastTransitionTime.Time
 		if left := since.Add(grace).Sub(now); left > 0 {
 			if recheck == 0 || left < recheck {
 				recheck = left
@@ -860,6 +863,71 @@ func fieldPaths(msg string) string {
 		parts[i], _, _ = strings.Cut(p, ": ")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// grace is how long a cluster's resources may stay not ready (or of a kind not served) before
+// the Bundle says so.
+func (r *Reconciler) grace() time.Duration {
+	if r.NotReadyGrace <= 0 {
+		return 2 * time.Minute
+	}
+	return r.NotReadyGrace
+}
+
+// stalledSince is since when bd has been stuck in a state that resolves by itself during a
+// rollout: resources applied but not ready, or a kind the cluster does not serve (yet).
+func stalledSince(bd *fleetv1alpha1.BundleDeployment, state string) (time.Time, bool) {
+	switch state {
+	case StateNotReady:
+		if c := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionReady); c != nil {
+			return c.LastTransitionTime.Time, true
+		}
+	case StatePending:
+		if c := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionApplied); c != nil && c.Reason == fleetv1alpha1.ReasonUnknownKind {
+			return c.LastTransitionTime.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// stalled counts the BundleDeployments stuck for longer than the grace, and says when to look
+// again for one still within it (0: no need).
+func (r *Reconciler) stalled(bds []*fleetv1alpha1.BundleDeployment, id func(*fleetv1alpha1.BundleDeployment) string) (int, time.Duration) {
+	now, grace := r.clock(), r.grace()
+	n, recheck := 0, time.Duration(0)
+	for _, bd := range bds {
+		state, _ := DeploymentState(bd, id(bd))
+		since, ok := stalledSince(bd, state)
+		if !ok {
+			continue
+		}
+		if left := since.Add(grace).Sub(now); left > 0 {
+			if recheck == 0 || left < recheck {
+				recheck = left
+			}
+			continue
+		}
+		n++
+	}
+	return n, recheck
+}
+
+func (r *Reconciler) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+// stalledCond turns a Pending Ready condition into ResourcesNotReady when n clusters have been
+// stuck for longer than grace: not a rollout on its way any more, so drover check lists it.
+func stalledCond(b *fleetv1alpha1.Bundle, n int, grace time.Duration) {
+	c := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady)
+	if c == nil || c.Reason != fleetv1alpha1.ReasonPending {
+		return
+	}
+	c.Reason = fleetv1alpha1.ReasonResourcesNotReady
+	c.Message += fmt.Sprintf("; %d not ready (or waiting for a kind the cluster does not serve) for more than %s: drover bundle status %s shows why", n, duration.HumanDuration(grace), b.Name)
 }
 
 func readyCond(b *fleetv1alpha1.Bundle) {

@@ -430,6 +430,13 @@ func TestWorkloadReadiness(t *testing.T) {
 		if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "Cluster "+fullName+": ") || !strings.Contains(ev.Note, "Deployment default/web-ready") {
 			t.Errorf("ResourcesNotReady event %s %q", ev.Type, ev.Note)
 		}
+		// Past the grace the Bundle itself is not "a rollout on its way" (Pending) any more.
+		waitBundle(t, b, 30*time.Second, func(got *fleetv1alpha1.Bundle) error {
+			if c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionReady); c == nil || c.Reason != fleetv1alpha1.ReasonResourcesNotReady {
+				return fmt.Errorf("Ready condition %+v, want %s", c, fleetv1alpha1.ReasonResourcesNotReady)
+			}
+			return nil
+		})
 		if got := metric(t, "drover_bundle_deployments", map[string]string{"state": "not_ready"}); got < 1 {
 			t.Errorf("drover_bundle_deployments{state=not_ready} = %v", got)
 		}

@@ -165,6 +165,18 @@ func TestUnknownKindIsRetried(t *testing.T) {
 		}
 		return nil
 	})
+	// Past the grace (3 s in this suite, 2 min by default) it is no longer a rollout on its way:
+	// the Bundle says so (drover check lists it), and a Warning Event names the cluster.
+	waitBundle(t, b, 30*time.Second, func(got *fleetv1alpha1.Bundle) error {
+		if c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionReady); c == nil || c.Reason != fleetv1alpha1.ReasonResourcesNotReady ||
+			!strings.Contains(c.Message, "1 not ready (or waiting for a kind the cluster does not serve)") {
+			return fmt.Errorf("Ready condition %+v, want %s", c, fleetv1alpha1.ReasonResourcesNotReady)
+		}
+		return nil
+	})
+	if ev := bundleEvent(t, name, fleetv1alpha1.EventResourcesNotReady); !strings.Contains(ev.Note, "Cluster "+plainName) || !strings.Contains(ev.Note, "Gadget") {
+		t.Errorf("ResourcesNotReady event %q, want the cluster and the kind", ev.Note)
+	}
 	// The CRD arrives by other means.
 	crd := testCRD(group, "Gadget", "Cluster", false)
 	if err := plain.Client.Create(ctx, crd); err != nil {
