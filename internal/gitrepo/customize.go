@@ -55,6 +55,8 @@ type TargetCustomization struct {
 	// namespace (fleet.yaml's targetCustomizations[].namespace) forces every namespaced
 	// resource of the matching clusters into it.
 	namespace string
+	// fleetKey is the entry's key in its fleet.yaml ("targetCustomizations[2]"), for messages.
+	fleetKey string
 }
 
 // TargetHelm is the helm key of a target customization.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,6 +33,48 @@ type fleetExtras struct {
 	// name is the bundle name Fleet would give the path (fleet.yaml's name): dependsOn entries
 	// naming it are mapped to drover's Bundle name of the path.
 	name string
+	// override says targets replace the GitRepo's targets for the path (overrideTargets); with
+	// no entry drover can match, the path targets no cluster.
+	override bool
+	targets  []fleetv1alpha1.BundleTarget
+	// exclude are the clusters doNotDeploy customizations match (Bundle spec.exclude).
+	exclude []fleetv1alpha1.BundleTarget
+	// paused is fleet.yaml's paused: in Fleet a paused bundle deploys nowhere new, so a path
+	// whose Bundle does not exist yet gets one targeting no cluster (see holdNew).
+	paused bool
+}
+
+// fleetReport is what of a fleet.yaml drover does not use as Fleet does, for the GitRepo's
+// ConfigSupported condition.
+type fleetReport struct {
+	// unsupported are Fleet's keys drover does not support (full dotted keys, some with why).
+	unsupported []string
+	// unknown are keys Fleet's fleet.yaml does not have either (typos).
+	unknown []string
+	// differs are keys drover uses with a meaning narrower or wider than Fleet's.
+	differs []string
+}
+
+func (r *fleetReport) empty() bool {
+	return len(r.unsupported) == 0 && len(r.unknown) == 0 && len(r.differs) == 0
+}
+
+// String is the report on one line: each group named, keys sorted.
+func (r *fleetReport) String() string {
+	var parts []string
+	for _, g := range []struct {
+		what string
+		keys []string
+	}{
+		{"not supported by drover, not used", r.unsupported},
+		{"unknown keys (not in Fleet's fleet.yaml either: typo?), not used", r.unknown},
+		{"used with another meaning than Fleet's", r.differs},
+	} {
+		if len(g.keys) > 0 {
+			parts = append(parts, g.what+": "+strings.Join(slices.Sorted(slices.Values(g.keys)), ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // fleetConfig is the part of Fleet's fleet.yaml drover reads. Keys outside it are reported.
@@ -49,6 +92,16 @@ type fleetConfig struct {
 	Diff                 *fleetDiff                       `json:"diff,omitempty"`
 	Paused               bool                             `json:"paused,omitempty"`
 	RolloutStrategy      *fleetRollout                    `json:"rolloutStrategy,omitempty"`
+	OverrideTargets      []fleetGitTarget                 `json:"overrideTargets,omitempty"`
+}
+
+// fleetGitTarget is an entry of Fleet's overrideTargets (a GitRepo target).
+type fleetGitTarget struct {
+	Name                 string                `json:"name,omitempty"`
+	ClusterName          string                `json:"clusterName,omitempty"`
+	ClusterSelector      *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	ClusterGroup         string                `json:"clusterGroup,omitempty"`
+	ClusterGroupSelector *metav1.LabelSelector `json:"clusterGroupSelector,omitempty"`
 }
 
 // fleetRollout is the part of Fleet's rolloutStrategy drover has: its maxUnavailable means
@@ -62,13 +115,28 @@ type fleetCorrectDrift struct {
 }
 
 type fleetTarget struct {
-	Name             string                `json:"name,omitempty"`
-	ClusterName      string                `json:"clusterName,omitempty"`
-	ClusterSelector  *metav1.LabelSelector `json:"clusterSelector,omitempty"`
-	DefaultNamespace string                `json:"defaultNamespace,omitempty"`
-	Namespace        string                `json:"namespace,omitempty"`
-	Helm             *TargetHelm           `json:"helm,omitempty"`
-	Kustomize        *KustomizeConfig      `json:"kustomize,omitempty"`
+	Name                 string                `json:"name,omitempty"`
+	ClusterName          string                `json:"clusterName,omitempty"`
+	ClusterSelector      *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	ClusterGroup         string                `json:"clusterGroup,omitempty"`
+	ClusterGroupSelector *metav1.LabelSelector `json:"clusterGroupSelector,omitempty"`
+	DoNotDeploy          bool                  `json:"doNotDeploy,omitempty"`
+	DefaultNamespace     string                `json:"defaultNamespace,omitempty"`
+	Namespace            string                `json:"namespace,omitempty"`
+	Helm                 *TargetHelm           `json:"helm,omitempty"`
+	Kustomize            *KustomizeConfig      `json:"kustomize,omitempty"`
+}
+
+// groupKeys names the ClusterGroup keys an entry sets (drover has no ClusterGroups).
+func groupKeys(key, group string, groupSelector *metav1.LabelSelector) []string {
+	var out []string
+	if group != "" {
+		out = append(out, key+".clusterGroup")
+	}
+	if groupSelector != nil {
+		out = append(out, key+".clusterGroupSelector")
+	}
+	return out
 }
 
 type fleetDiff struct {
@@ -90,19 +158,29 @@ type fleetOperation struct {
 	Value any    `json:"value,omitempty"`
 }
 
-// parseFleetConfig reads a fleet.yaml into the Config it means for drover, and lists what it
-// could not use: keys drover does not support (full dotted paths) and values it cannot honour.
-// Wrong types and invalid values of supported keys are errors naming the key.
-func parseFleetConfig(data []byte) (*Config, []string, error) {
+// parseFleetConfig reads a fleet.yaml into the Config it means for drover, and reports what it
+// could not use as Fleet would: Fleet keys drover does not support and values it cannot honour
+// (full dotted paths), keys Fleet does not have either, and keys whose meaning differs. Where
+// drover cannot match Fleet, it narrows where content goes, never widens it. Wrong types and
+// invalid values of supported keys are errors naming the key.
+func parseFleetConfig(data []byte) (*Config, *fleetReport, error) {
 	var raw any
 	if err := yaml.Unmarshal(data, &raw); err != nil {
 		return nil, nil, errors.New(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))
 	}
-	unsupported := unknownKeys(raw, reflect.TypeFor[fleetConfig](), "")
+	rep := &fleetReport{}
+	for _, k := range unknownKeys(raw, reflect.TypeFor[fleetConfig](), "") {
+		if isFleetKey(k) {
+			rep.unsupported = append(rep.unsupported, k)
+		} else {
+			rep.unknown = append(rep.unknown, k)
+		}
+	}
 	var f fleetConfig
 	if err := yaml.Unmarshal(data, &f); err != nil {
 		return nil, nil, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "error unmarshaling JSON: "), "while decoding JSON: "))
 	}
+	ex := &fleetExtras{namespace: f.Namespace, name: f.Name, paused: f.Paused}
 	c := &Config{
 		DefaultNamespace: f.DefaultNamespace,
 		KeepResources:    f.KeepResources,
@@ -110,7 +188,7 @@ func parseFleetConfig(data []byte) (*Config, []string, error) {
 		Kustomize:        f.Kustomize,
 		DependsOn:        f.DependsOn,
 		Labels:           f.Labels,
-		fleet:            &fleetExtras{namespace: f.Namespace, name: f.Name},
+		fleet:            ex,
 	}
 	if f.Paused || (f.RolloutStrategy != nil && f.RolloutStrategy.MaxUnavailable != nil) {
 		c.Rollout = &fleetv1alpha1.BundleRollout{Paused: f.Paused}
@@ -118,17 +196,22 @@ func parseFleetConfig(data []byte) (*Config, []string, error) {
 			c.Rollout.MaxUnavailable = f.RolloutStrategy.MaxUnavailable
 		}
 	}
+	if f.Paused {
+		rep.differs = append(rep.differs, "paused (a path first seen paused gets a Bundle targeting no cluster until paused is removed; "+
+			"once its Bundle is deployed, existing clusters keep their version but clusters that newly match get the current content, where Fleet deploys nothing)")
+	}
 	if f.CorrectDrift != nil {
 		c.CorrectDrift = f.CorrectDrift.Enabled
 	}
+	var errs []error
 	if err := validNamespace("namespace", f.Namespace); err != nil {
-		return nil, nil, err
+		errs = append(errs, err)
 	}
 	if f.Namespace != "" {
 		c.DefaultNamespace = f.Namespace
 	}
 	if f.Helm != nil {
-		unsupported = append(unsupported, templated("helm.values", f.Helm.Values)...)
+		rep.unsupported = append(rep.unsupported, templated("helm.values", f.Helm.Values)...)
 	}
 	for i, d := range c.DependsOn {
 		if d.Selector != nil {
@@ -137,9 +220,32 @@ func parseFleetConfig(data []byte) (*Config, []string, error) {
 	}
 	for i, t := range f.TargetCustomizations {
 		key := fmt.Sprintf("targetCustomizations[%d]", i)
-		if t.ClusterName == "" && t.ClusterSelector == nil {
-			// Only clusterGroup(Selector), already reported: it cannot match, so it is left out.
-			unsupported = append(unsupported, key+" (matches no cluster without clusterName or clusterSelector: left out)")
+		group := groupKeys(key, t.ClusterGroup, t.ClusterGroupSelector)
+		rep.unsupported = append(rep.unsupported, group...)
+		byCluster := t.ClusterName != "" || t.ClusterSelector != nil
+		switch {
+		case t.DoNotDeploy && byCluster:
+			// The clusters it matches get nothing: excluded from the Bundle. Stricter than
+			// Fleet's first match when an earlier customization matches them too.
+			errs = append(errs, validSelector(key+".clusterSelector", t.ClusterSelector))
+			ex.exclude = append(ex.exclude, fleetv1alpha1.BundleTarget{ClusterName: t.ClusterName, ClusterSelector: t.ClusterSelector})
+			if len(group) > 0 {
+				rep.differs = append(rep.differs, key+".doNotDeploy (drover has no ClusterGroups: the clusters its clusterName/clusterSelector match are excluded, whatever their group)")
+			}
+			continue
+		case t.DoNotDeploy && len(group) > 0:
+			// Which clusters the group holds is unknown to drover: deploy to none (fail closed).
+			ex.exclude = append(ex.exclude, fleetv1alpha1.BundleTarget{ClusterSelector: &metav1.LabelSelector{}})
+			rep.unsupported = append(rep.unsupported, key+" (doNotDeploy for a ClusterGroup, which drover does not have: the path is deployed to no cluster; select the clusters by clusterName or clusterSelector)")
+			continue
+		case len(group) > 0:
+			// Fleet matches a cluster in the group that also matches the rest: in drover, none.
+			rep.unsupported = append(rep.unsupported, key+" (matches no cluster: drover has no ClusterGroups: left out)")
+			continue
+		case !byCluster:
+			rep.unsupported = append(rep.unsupported, key+" (matches no cluster without clusterName or clusterSelector: left out)")
+			continue
+		case t.DoNotDeploy:
 			continue
 		}
 		name := t.Name
@@ -147,21 +253,114 @@ func parseFleetConfig(data []byte) (*Config, []string, error) {
 			name = fmt.Sprintf("target-%d", i)
 		}
 		tc := TargetCustomization{Name: name, ClusterName: t.ClusterName, ClusterSelector: t.ClusterSelector,
-			DefaultNamespace: t.DefaultNamespace, Helm: t.Helm, Kustomize: t.Kustomize, namespace: t.Namespace}
+			DefaultNamespace: t.DefaultNamespace, Helm: t.Helm, Kustomize: t.Kustomize, namespace: t.Namespace, fleetKey: key}
 		if t.Helm != nil {
-			unsupported = append(unsupported, templated(key+".helm.values", t.Helm.Values)...)
+			rep.unsupported = append(rep.unsupported, templated(key+".helm.values", t.Helm.Values)...)
 		}
 		c.TargetCustomizations = append(c.TargetCustomizations, tc)
 	}
+	if len(ex.exclude) > maxTargets {
+		errs = append(errs, fmt.Errorf("targetCustomizations: %d with doNotDeploy, at most %d", len(ex.exclude), maxTargets))
+	}
+	if len(f.OverrideTargets) > 0 {
+		// They replace the GitRepo's targets for this path. An entry drover cannot match is left
+		// out: with none left, the path targets no cluster.
+		ex.override = true
+		for i, t := range f.OverrideTargets {
+			key := fmt.Sprintf("overrideTargets[%d]", i)
+			group := groupKeys(key, t.ClusterGroup, t.ClusterGroupSelector)
+			rep.unsupported = append(rep.unsupported, group...)
+			switch {
+			case len(group) > 0:
+				rep.unsupported = append(rep.unsupported, key+" (matches no cluster: drover has no ClusterGroups: left out)")
+				continue
+			case t.ClusterName == "" && t.ClusterSelector == nil:
+				rep.unsupported = append(rep.unsupported, key+" (matches no cluster without clusterName or clusterSelector: left out)")
+				continue
+			}
+			errs = append(errs, validSelector(key+".clusterSelector", t.ClusterSelector))
+			ex.targets = append(ex.targets, fleetv1alpha1.BundleTarget{ClusterName: t.ClusterName, ClusterSelector: t.ClusterSelector})
+		}
+		if len(ex.targets) == 0 {
+			rep.differs = append(rep.differs, "overrideTargets (no entry drover can match: the path is deployed to no cluster)")
+		}
+		if len(ex.targets) > maxTargets {
+			errs = append(errs, fmt.Errorf("overrideTargets: %d entries, at most %d", len(ex.targets), maxTargets))
+		}
+	}
 	if f.Diff != nil {
 		d, skipped := fleetIgnore(f.Diff.ComparePatches)
-		c.Diff, unsupported = d, append(unsupported, skipped...)
+		c.Diff, rep.unsupported = d, append(rep.unsupported, skipped...)
+	}
+	if err := joinErrors(slices.DeleteFunc(errs, func(err error) bool { return err == nil })); err != nil {
+		return nil, nil, err
 	}
 	if err := c.validate(); err != nil {
 		return nil, nil, err
 	}
-	sort.Strings(unsupported)
-	return c, unsupported, nil
+	return c, rep, nil
+}
+
+// maxTargets is the most targets (and excludes) a Bundle has (its CRD's limit).
+const maxTargets = 100
+
+func validSelector(key string, s *metav1.LabelSelector) error {
+	if s == nil {
+		return nil
+	}
+	if _, err := metav1.LabelSelectorAsSelector(s); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return nil
+}
+
+// targets are the clusters the path's Bundle targets: fleet.yaml's overrideTargets replace the
+// GitRepo's targets.
+func (c *Config) targets(gr *fleetv1alpha1.GitRepo) []fleetv1alpha1.BundleTarget {
+	if c.fleet != nil && c.fleet.override {
+		return c.fleet.targets
+	}
+	return gr.Spec.Targets
+}
+
+// exclude are the clusters the path's Bundle leaves out (fleet.yaml's doNotDeploy customizations).
+func (c *Config) exclude() []fleetv1alpha1.BundleTarget {
+	if c.fleet == nil {
+		return nil
+	}
+	return c.fleet.exclude
+}
+
+// withoutChartlessHelm drops a fleet.yaml's helm options from a path without a chart (no
+// Chart.yaml, no helm.chart or helm.repo), and its customizations' helm values, naming each:
+// Fleet deploys every bundle as a Helm release, so Fleet repositories set them on plain
+// manifests, which drover deploys as they are. drover.yaml keeps failing on them.
+func (c *Config) withoutChartlessHelm() []string {
+	const why = " (the path has no Helm chart: its manifests are deployed as they are, not as a Helm release)"
+	if c.fleet == nil || c.Helm != nil && (c.Helm.Chart != "" || c.Helm.Repo != "") {
+		return nil
+	}
+	var out []string
+	if h := c.Helm; h != nil {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"helm.releaseName", h.ReleaseName != ""}, {"helm.version", h.Version != ""}, {"helm.values", len(h.Values) > 0}, {"helm.valuesFiles", len(h.ValuesFiles) > 0}} {
+			if k.set {
+				out = append(out, k.key+why)
+			}
+		}
+		c.Helm = nil
+	}
+	tcs := slices.Clone(c.TargetCustomizations)
+	for i := range tcs {
+		if tcs[i].Helm != nil {
+			out = append(out, tcs[i].fleetKey+".helm"+why)
+			tcs[i].Helm = nil
+		}
+	}
+	c.TargetCustomizations = tcs
+	return out
 }
 
 // fleetIgnore maps Fleet's diff.comparePatches to drover's diff.ignore: jsonPointers, and the
@@ -196,8 +395,9 @@ func fleetIgnore(patches []fleetComparePatch) (*fleetv1alpha1.BundleDiff, []stri
 	return d, skipped
 }
 
-// templated lists the keys of Helm values using Fleet's templating ("${ .ClusterLabels.env }"),
-// which drover passes to the chart literally.
+// templated lists the keys of Helm values using Fleet's templating ("${ .ClusterLabels.env }",
+// or the legacy "global.fleet.clusterLabels.env" as a whole value), which drover passes to the
+// chart literally.
 func templated(key string, v any) []string {
 	switch v := v.(type) {
 	case map[string]any:
@@ -216,9 +416,15 @@ func templated(key string, v any) []string {
 		if strings.Contains(v, "${") {
 			return []string{key + " (Fleet templating ${ } is not supported: passed literally)"}
 		}
+		if strings.HasPrefix(strings.TrimSpace(v), fleetLegacyLabels) {
+			return []string{key + " (Fleet's legacy templating " + fleetLegacyLabels + "NAME is not supported: passed literally)"}
+		}
 	}
 	return nil
 }
+
+// fleetLegacyLabels starts a Helm value Fleet replaces with a cluster label's value.
+const fleetLegacyLabels = "global.fleet.clusterLabels."
 
 // fleetSelector reads Fleet's GitRepo label in a dependsOn selector as drover's.
 func fleetSelector(s *metav1.LabelSelector) *metav1.LabelSelector {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -120,8 +121,11 @@ imageScans: [{image: x}]
 			t.Fatalf("warnings %v", web.warnings)
 		}
 		w := web.warnings[0]
-		if strings.Contains(w, "rolloutStrategy.maxUnavailable") || strings.Contains(w, "paused") {
+		if strings.Contains(w, "rolloutStrategy.maxUnavailable") {
 			t.Errorf("warning %q names a key drover reads", w)
+		}
+		if !strings.Contains(w, "used with another meaning than Fleet's: paused (") {
+			t.Errorf("warning %q does not say paused differs from Fleet's", w)
 		}
 		for _, key := range []string{"apps/web/fleet.yaml: ", "helm.takeOwnership", "rolloutStrategy.partitions", "targetCustomizations[0].yaml.overlays",
 			"targetCustomizations[1].clusterGroup", "targetCustomizations[1] (matches no cluster", "dependsOn[1].acceptedStates",
@@ -152,6 +156,8 @@ func TestFleetYAMLErrors(t *testing.T) {
 		{"reserved label", "labels: {fleet.drover.io/x: y}\n", []string{"app/fleet.yaml", "labels", "fleet.drover.io/x"}},
 		{"bad customization namespace", "targetCustomizations:\n- name: a\n  clusterName: c\n  namespace: Bad!\n", []string{"app/fleet.yaml", "targetCustomizations[0].namespace"}},
 		{"not YAML", "helm: [\n", []string{"app/fleet.yaml"}},
+		{"bad overrideTargets selector", "overrideTargets:\n- clusterSelector: {matchExpressions: [{key: a, operator: Near}]}\n", []string{"app/fleet.yaml", "overrideTargets[0].clusterSelector"}},
+		{"bad doNotDeploy selector", "targetCustomizations:\n- clusterSelector: {matchExpressions: [{key: a, operator: Near}]}\n  doNotDeploy: true\n", []string{"app/fleet.yaml", "targetCustomizations[0].clusterSelector"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"app"}}}
@@ -163,6 +169,219 @@ func TestFleetYAMLErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), p) {
 					t.Errorf("%q does not name %q", err, p)
 				}
+			}
+		})
+	}
+}
+
+// renderFleet renders the path "app" of a GitRepo targeting every cluster labelled env.
+func renderFleet(t *testing.T, files map[string]string) rendered {
+	t.Helper()
+	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"app"},
+		Targets: []fleetv1alpha1.BundleTarget{gitRepoTarget}}}
+	out, err := render(t.Context(), testCheckout(files), gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 {
+		t.Fatalf("rendered %d Bundles, want 1", len(out))
+	}
+	return out[0]
+}
+
+var gitRepoTarget = fleetv1alpha1.BundleTarget{ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpExists}}}}
+
+func selector(kv ...string) *metav1.LabelSelector {
+	s := &metav1.LabelSelector{MatchLabels: map[string]string{}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		s.MatchLabels[kv[i]] = kv[i+1]
+	}
+	return s
+}
+
+// TestFleetYAMLNarrowsTargets: fleet.yaml keys that narrow where a path goes are honoured or,
+// where drover cannot match Fleet, fail closed: doNotDeploy customizations exclude their
+// clusters; customizations and overrideTargets entries needing a ClusterGroup match nothing;
+// overrideTargets replace the GitRepo's targets. Each is reported by key when not used as Fleet
+// uses it.
+func TestFleetYAMLNarrowsTargets(t *testing.T) {
+	everyone := &metav1.LabelSelector{}
+	for _, tc := range []struct {
+		name, fleet     string
+		targets         []fleetv1alpha1.BundleTarget
+		exclude         []fleetv1alpha1.BundleTarget
+		customizations  []string
+		warn, notWarned []string
+	}{
+		{
+			name: "doNotDeploy excludes the clusters it matches",
+			fleet: "targetCustomizations:\n- name: off\n  clusterSelector: {matchLabels: {env: dev}}\n  doNotDeploy: true\n" +
+				"- name: one\n  clusterName: c1\n  doNotDeploy: true\n- name: prod\n  clusterSelector: {matchLabels: {env: prod}}\n  namespace: p\n",
+			targets:        []fleetv1alpha1.BundleTarget{gitRepoTarget},
+			exclude:        []fleetv1alpha1.BundleTarget{{ClusterSelector: selector("env", "dev")}, {ClusterName: "c1"}},
+			customizations: []string{"prod"},
+			notWarned:      []string{"doNotDeploy"},
+		},
+		{
+			name:      "doNotDeploy false deploys",
+			fleet:     "targetCustomizations:\n- name: dev\n  clusterSelector: {matchLabels: {env: dev}}\n  doNotDeploy: false\n",
+			targets:   []fleetv1alpha1.BundleTarget{gitRepoTarget},
+			exclude:   nil,
+			notWarned: []string{"doNotDeploy"}, customizations: []string{"dev"},
+		},
+		{
+			name:    "doNotDeploy with a group and a selector excludes by the selector",
+			fleet:   "targetCustomizations:\n- name: off\n  clusterGroup: g\n  clusterSelector: {matchLabels: {env: dev}}\n  doNotDeploy: true\n",
+			targets: []fleetv1alpha1.BundleTarget{gitRepoTarget},
+			exclude: []fleetv1alpha1.BundleTarget{{ClusterSelector: selector("env", "dev")}},
+			warn:    []string{"targetCustomizations[0].clusterGroup", "targetCustomizations[0].doNotDeploy (drover has no ClusterGroups"},
+		},
+		{
+			name:    "doNotDeploy for a group only deploys nowhere",
+			fleet:   "targetCustomizations:\n- name: off\n  clusterGroupSelector: {matchLabels: {g: x}}\n  doNotDeploy: true\n",
+			targets: []fleetv1alpha1.BundleTarget{gitRepoTarget},
+			exclude: []fleetv1alpha1.BundleTarget{{ClusterSelector: everyone}},
+			warn:    []string{"targetCustomizations[0].clusterGroupSelector", "targetCustomizations[0] (doNotDeploy for a ClusterGroup"},
+		},
+		{
+			name: "a customization with a group and a selector is left out",
+			fleet: "targetCustomizations:\n- name: grouped\n  clusterGroup: g\n  clusterSelector: {matchLabels: {env: prod}}\n  namespace: p\n" +
+				"- name: byName\n  clusterGroupSelector: {matchLabels: {g: x}}\n  clusterName: c1\n  namespace: q\n- name: prod\n  clusterSelector: {matchLabels: {env: prod}}\n",
+			targets:        []fleetv1alpha1.BundleTarget{gitRepoTarget},
+			customizations: []string{"prod"},
+			warn: []string{"targetCustomizations[0].clusterGroup,", "targetCustomizations[0] (matches no cluster: drover has no ClusterGroups",
+				"targetCustomizations[1].clusterGroupSelector", "targetCustomizations[1] (matches no cluster"},
+		},
+		{
+			name: "overrideTargets replace the GitRepo's targets",
+			fleet: "overrideTargets:\n- name: prod\n  clusterSelector: {matchLabels: {env: prod}}\n- clusterName: c1\n" +
+				"- clusterGroup: g\n  clusterSelector: {matchLabels: {env: dev}}\n",
+			targets:   []fleetv1alpha1.BundleTarget{{ClusterSelector: selector("env", "prod")}, {ClusterName: "c1"}},
+			warn:      []string{"overrideTargets[2].clusterGroup", "overrideTargets[2] (matches no cluster: drover has no ClusterGroups"},
+			notWarned: []string{"overrideTargets[0]", "overrideTargets[1]"},
+		},
+		{
+			name:    "overrideTargets of groups only target no cluster",
+			fleet:   "overrideTargets:\n- clusterGroup: g\n",
+			targets: nil,
+			warn:    []string{"overrideTargets[0].clusterGroup", "overrideTargets (no entry drover can match: the path is deployed to no cluster)"},
+		},
+		{
+			name:    "an empty overrideTargets keeps the GitRepo's targets",
+			fleet:   "overrideTargets: []\n",
+			targets: []fleetv1alpha1.BundleTarget{gitRepoTarget},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := renderFleet(t, map[string]string{"app/cm.yaml": cm, "app/fleet.yaml": tc.fleet})
+			if !equality.Semantic.DeepEqual(r.spec.Targets, tc.targets) {
+				t.Errorf("targets %+v, want %+v", r.spec.Targets, tc.targets)
+			}
+			if !equality.Semantic.DeepEqual(r.spec.Exclude, tc.exclude) {
+				t.Errorf("exclude %+v, want %+v", r.spec.Exclude, tc.exclude)
+			}
+			var names []string
+			for _, c := range r.spec.TargetCustomizations {
+				names = append(names, c.Name)
+			}
+			if !slices.Equal(names, tc.customizations) {
+				t.Errorf("customizations %v, want %v", names, tc.customizations)
+			}
+			w := strings.Join(r.warnings, "\n")
+			for _, part := range tc.warn {
+				if !strings.Contains(w, part) {
+					t.Errorf("warnings %q do not name %q", w, part)
+				}
+			}
+			for _, part := range tc.notWarned {
+				if strings.Contains(w, part) {
+					t.Errorf("warnings %q name %q, which drover uses", w, part)
+				}
+			}
+		})
+	}
+}
+
+// TestFleetYAMLPaused: a paused fleet.yaml path is held: its Bundle is created targeting no
+// cluster and stays so while it targets none; a Bundle already targeting clusters keeps its
+// targets with rollout.paused. drover.yaml's rollout.paused keeps drover's meaning. The
+// difference from Fleet is reported.
+func TestFleetYAMLPaused(t *testing.T) {
+	paused := renderFleet(t, map[string]string{"app/cm.yaml": cm, "app/fleet.yaml": "paused: true\n"})
+	drover := renderFleet(t, map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "rollout: {paused: true}\n"})
+	running := renderFleet(t, map[string]string{"app/cm.yaml": cm, "app/fleet.yaml": "defaultNamespace: x\n"})
+	deployed := &fleetv1alpha1.Bundle{Spec: fleetv1alpha1.BundleSpec{Targets: []fleetv1alpha1.BundleTarget{gitRepoTarget}}}
+	held := &fleetv1alpha1.Bundle{}
+	all := []fleetv1alpha1.BundleTarget{gitRepoTarget}
+	for _, tc := range []struct {
+		name string
+		r    rendered
+		cur  *fleetv1alpha1.Bundle
+		want []fleetv1alpha1.BundleTarget
+	}{
+		{"a new paused path targets no cluster", paused, nil, nil},
+		{"a paused path created held stays held", paused, held, nil},
+		{"a paused path deployed before keeps its targets", paused, deployed, all},
+		{"an unpaused path targets the GitRepo's targets", running, held, all},
+		{"drover.yaml's paused keeps drover's meaning", drover, nil, all},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := holdTargets(&tc.r, tc.cur)
+			if !equality.Semantic.DeepEqual(spec.Targets, tc.want) {
+				t.Errorf("targets %+v, want %+v", spec.Targets, tc.want)
+			}
+			if tc.r.spec.Rollout.Paused != (tc.name != "an unpaused path targets the GitRepo's targets") {
+				t.Errorf("rollout %+v", tc.r.spec.Rollout)
+			}
+		})
+	}
+	t.Run("reported", func(t *testing.T) {
+		if w := strings.Join(paused.warnings, "\n"); !strings.Contains(w, "used with another meaning than Fleet's: paused (") ||
+			!strings.Contains(w, "clusters that newly match get the current content") {
+			t.Errorf("warnings %q do not say how paused differs", w)
+		}
+		if len(drover.warnings) != 0 {
+			t.Errorf("drover.yaml warnings %v", drover.warnings)
+		}
+	})
+}
+
+// TestFleetYAMLKeysReported: keys are told apart: Fleet's keys drover does not use are "not
+// supported by drover", others are unknown keys (typos); Fleet's values templating, new and
+// legacy, is named by key.
+func TestFleetYAMLKeysReported(t *testing.T) {
+	for _, tc := range []struct {
+		name, fleet        string
+		unsupported, typos []string
+	}{
+		{"typo at the top", "defaultNamepsace: x\nimageScans: [{image: x}]\n", []string{"imageScans"}, []string{"defaultNamepsace"}},
+		{"typo in a section", "helm:\n  takeOwnership: true\n  relaseName: x\nyaml: {overlay: [a]}\n", []string{"helm.takeOwnership"}, []string{"helm.relaseName", "yaml.overlay"}},
+		{"Fleet's maps", "namespaceLabels: {team: a}\ncorrectDrift: {force: true}\n", []string{"namespaceLabels.team", "correctDrift.force"}, nil},
+		{"typo in a customization", "targetCustomizations:\n- name: a\n  clusterName: c\n  yaml: {overlays: [x]}\n  clustrName: d\n",
+			[]string{"targetCustomizations[0].yaml.overlays"}, []string{"targetCustomizations[0].clustrName"}},
+		{"templating", "helm:\n  values:\n    color: global.fleet.clusterLabels.env\n    host: \"${ .ClusterLabels.host }\"\n    plain: global\n",
+			[]string{"helm.values.color (Fleet's legacy templating global.fleet.clusterLabels.NAME", "helm.values.host (Fleet templating ${ }"}, nil},
+		{"templating in a customization", "targetCustomizations:\n- name: a\n  clusterName: c\n  helm: {values: {list: [global.fleet.clusterLabels.region]}}\n",
+			[]string{"targetCustomizations[0].helm.values.list[0] (Fleet's legacy templating"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, rep, err := parseFleetConfig([]byte(tc.fleet))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range tc.unsupported {
+				if !slices.ContainsFunc(rep.unsupported, func(s string) bool { return strings.HasPrefix(s, k) }) {
+					t.Errorf("not supported %q, want %q among them", rep.unsupported, k)
+				}
+			}
+			if !slices.Equal(slices.Sorted(slices.Values(rep.unknown)), slices.Sorted(slices.Values(tc.typos))) {
+				t.Errorf("unknown keys %q, want %q", rep.unknown, tc.typos)
+			}
+			if strings.Contains(rep.String(), "plain") {
+				t.Errorf("report %q names a plain value", rep.String())
+			}
+			if len(tc.typos) > 0 && !strings.Contains(rep.String(), "unknown keys (not in Fleet's fleet.yaml either: typo?), not used: "+tc.typos[0]) {
+				t.Errorf("report %q does not call %s an unknown key", rep.String(), tc.typos[0])
 			}
 		})
 	}

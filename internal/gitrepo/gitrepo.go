@@ -306,7 +306,7 @@ func (r *Reconciler) sync(ctx context.Context, gr *fleetv1alpha1.GitRepo, st *re
 	}
 	if len(warnings) > 0 {
 		setCondition(gr, fleetv1alpha1.ConditionConfigSupported, metav1.ConditionFalse, fleetv1alpha1.ReasonUnsupportedFleetKeys,
-			truncate("not supported by drover, not used (the rest is deployed): "+strings.Join(warnings, "; "), 2048))
+			truncate("settings not used as Fleet uses them (the rest is deployed): "+strings.Join(warnings, "; "), 2048))
 	} else {
 		setCondition(gr, fleetv1alpha1.ConditionConfigSupported, metav1.ConditionTrue, fleetv1alpha1.ReasonSucceeded,
 			"every key of the paths' drover.yaml and fleet.yaml files is used")
@@ -413,16 +413,6 @@ const bundleWriters = 8
 
 // writeBundle applies rb's Bundle unless cur, the Bundle as it is, already has its content.
 func (r *Reconciler) writeBundle(ctx context.Context, gr *fleetv1alpha1.GitRepo, commit string, rb *rendered, cur *fleetv1alpha1.Bundle) error {
-	hash := specHash(&rb.spec)
-	if len(rb.labels) > 0 {
-		hash = specHash(&struct {
-			Spec   *fleetv1alpha1.BundleSpec `json:"spec"`
-			Labels map[string]string         `json:"labels"`
-		}{&rb.spec, rb.labels})
-	}
-	if cur != nil && cur.Annotations[specHashAnnotation] == hash && cur.Annotations[fleetv1alpha1.GitRepoPathAnnotation] == rb.path {
-		return nil
-	}
 	if cur == nil {
 		existing := &fleetv1alpha1.Bundle{}
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: gr.Namespace, Name: rb.name}, existing)
@@ -432,6 +422,20 @@ func (r *Reconciler) writeBundle(ctx context.Context, gr *fleetv1alpha1.GitRepo,
 		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("get Bundle %s/%s: %w", gr.Namespace, rb.name, err)
 		}
+		if err == nil {
+			cur = existing
+		}
+	}
+	spec := holdTargets(rb, cur)
+	hash := specHash(&spec)
+	if len(rb.labels) > 0 {
+		hash = specHash(&struct {
+			Spec   *fleetv1alpha1.BundleSpec `json:"spec"`
+			Labels map[string]string         `json:"labels"`
+		}{&spec, rb.labels})
+	}
+	if cur != nil && cur.Annotations[specHashAnnotation] == hash && cur.Annotations[fleetv1alpha1.GitRepoPathAnnotation] == rb.path {
+		return nil
 	}
 	labels := map[string]string{}
 	for k, v := range rb.labels {
@@ -447,7 +451,7 @@ func (r *Reconciler) writeBundle(ctx context.Context, gr *fleetv1alpha1.GitRepo,
 				fleetv1alpha1.GitRepoCommitAnnotation: commit,
 				specHashAnnotation:                    hash,
 			}},
-		Spec: rb.spec,
+		Spec: spec,
 	}
 	if err := controllerutil.SetControllerReference(gr, b, r.Client.Scheme()); err != nil {
 		return fmt.Errorf("own Bundle %s: %w", rb.name, err)
@@ -456,6 +460,19 @@ func (r *Reconciler) writeBundle(ctx context.Context, gr *fleetv1alpha1.GitRepo,
 		return fmt.Errorf("apply Bundle %s/%s: %w", gr.Namespace, rb.name, err)
 	}
 	return nil
+}
+
+// holdTargets is rb's Bundle spec, targeting no cluster when rb is a paused fleet.yaml path
+// whose Bundle, cur, does not exist yet or targets none: drover's rollout.paused holds existing
+// BundleDeployments only, and newly matching clusters would get the content, where a paused
+// Fleet bundle deploys nowhere. Once the Bundle targets clusters (it was deployed before the
+// path was paused), it keeps its targets and rollout.paused holds their versions.
+func holdTargets(rb *rendered, cur *fleetv1alpha1.Bundle) fleetv1alpha1.BundleSpec {
+	spec := rb.spec
+	if rb.holdNew && (cur == nil || len(cur.Spec.Targets) == 0) {
+		spec.Targets = nil
+	}
+	return spec
 }
 
 // summarise fills the readiness of gr's Bundles and its Ready condition.

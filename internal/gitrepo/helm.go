@@ -22,7 +22,8 @@ const chartFile = "Chart.yaml"
 // HelmConfig is the helm key of a path's drover.yaml (Fleet's fleet.yaml keys of the same names).
 type HelmConfig struct {
 	// Chart is a chart directory relative to the path (default: the path itself, when it has a
-	// Chart.yaml), or with Repo the chart's name in that repository.
+	// Chart.yaml), or with Repo the chart's name in that repository, or the http(s):// URL of a
+	// chart archive (.tgz), or an oci:// reference.
 	Chart string `json:"chart,omitempty"`
 	// Repo is the URL of an HTTP(S) Helm repository (its index.yaml) holding Chart.
 	Repo string `json:"repo,omitempty"`
@@ -65,7 +66,7 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 	var archive []byte
 	chartDir, source := "", ""
 	switch {
-	case h.Repo != "" || strings.HasPrefix(h.Chart, helmchart.OCIScheme):
+	case h.Repo != "" || strings.HasPrefix(h.Chart, helmchart.OCIScheme) || isURL(h.Chart):
 		access := co.helm
 		if access == nil {
 			access = defaultHelmAccess

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -95,6 +96,13 @@ func (r *Reconciler) helmAccessFor(ctx context.Context, gr *fleetv1alpha1.GitRep
 func (a *helmAccess) chart(ctx context.Context, co *checkout, h *HelmConfig) ([]byte, string, error) {
 	ref, oci := "", false
 	switch {
+	case isURL(h.Chart):
+		if h.Repo != "" {
+			return nil, "", fmt.Errorf("helm.chart %s is the URL of a chart archive: leave helm.repo empty", h.Chart)
+		}
+		if h.Version != "" {
+			return nil, "", fmt.Errorf("helm.version: helm.chart %s is the URL of one chart archive: leave helm.version empty", h.Chart)
+		}
 	case strings.HasPrefix(h.Chart, helmchart.OCIScheme):
 		if h.Repo != "" {
 			return nil, "", fmt.Errorf("helm.chart %s is an OCI reference: leave helm.repo empty", h.Chart)
@@ -117,12 +125,18 @@ func (a *helmAccess) chart(ctx context.Context, co *checkout, h *HelmConfig) ([]
 	var archive []byte
 	var version, source string
 	var err error
-	if oci {
+	switch {
+	case isURL(h.Chart):
+		if archive, version, err = a.chartArchive(ctx, h.Chart); err != nil {
+			return nil, "", fmt.Errorf("helm.chart: %w", untrusted(err))
+		}
+		source = fmt.Sprintf("chart %s version %s", h.Chart, version)
+	case oci:
 		if archive, version, err = helmchart.FromOCI(ctx, a.client, ref, h.Version, a.credsFor(ref)); err != nil {
 			return nil, "", fmt.Errorf("helm.chart: %w", untrusted(err))
 		}
 		source = fmt.Sprintf("chart %s version %s", ref, version)
-	} else {
+	default:
 		if archive, version, err = helmchart.FromRepo(ctx, a.client, h.Repo, h.Chart, h.Version, a.credsFor(h.Repo)); err != nil {
 			return nil, "", fmt.Errorf("helm.chart %s from helm.repo: %w", h.Chart, untrusted(err))
 		}
@@ -133,6 +147,51 @@ func (a *helmAccess) chart(ctx context.Context, co *checkout, h *HelmConfig) ([]
 	}
 	co.charts[key] = repoChart{archive: archive, version: version, source: source}
 	return archive, source, nil
+}
+
+// isURL reports whether a helm.chart is the http(s):// URL of a chart archive.
+func isURL(chart string) bool {
+	return strings.HasPrefix(chart, "https://") || strings.HasPrefix(chart, "http://")
+}
+
+// chartArchive downloads the chart archive at url (helm.chart as a URL, as Fleet allows): as a
+// chart from a Helm repository, with the helm Secret's credentials when they may go to url, at
+// most helmchart.MaxArchiveSize bytes, and loadable by Helm. It returns the archive and the
+// chart's version.
+func (a *helmAccess) chartArchive(ctx context.Context, url string) ([]byte, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("GET %s: %w", url, err)
+	}
+	creds := a.credsFor(url)
+	if creds != nil {
+		req.SetBasicAuth(creds.Username, creds.Password)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	switch {
+	case (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && creds == nil:
+		return nil, "", fmt.Errorf("GET %s: %s: the server needs credentials (spec.helmSecretName)", url, resp.Status)
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, "", fmt.Errorf("GET %s: %s: the server refused the credentials", url, resp.Status)
+	case resp.StatusCode != http.StatusOK:
+		return nil, "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	archive, err := io.ReadAll(io.LimitReader(resp.Body, helmchart.MaxArchiveSize+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("GET %s: %w", url, err)
+	}
+	if len(archive) > helmchart.MaxArchiveSize {
+		return nil, "", fmt.Errorf("GET %s: more than %d bytes", url, helmchart.MaxArchiveSize)
+	}
+	c, err := helmchart.Load(archive)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s is not a chart archive: %w", url, err)
+	}
+	return archive, c.Metadata.Version, nil
 }
 
 // untrusted says what to do when a repository's TLS certificate is not trusted.

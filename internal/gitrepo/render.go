@@ -80,6 +80,9 @@ type rendered struct {
 	// warnings name what of the path's settings file drover did not use (fleet.yaml keys it
 	// does not support).
 	warnings []string
+	// holdNew (a paused fleet.yaml) creates the Bundle targeting no cluster, and keeps it so
+	// while it targets none: in Fleet a paused bundle deploys nowhere (see holdTargets).
+	holdNew bool
 }
 
 // matchPaths returns the directories of co matching any of the globs (default: the root),
@@ -214,13 +217,16 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 	case fleetFile != "" && cfgFile != "":
 		warnings = append(warnings, fmt.Sprintf("%s: not read: the path has a %s, which drover reads instead", fleetFile, ConfigFile))
 	case fleetFile != "":
-		c, unsupported, err := parseFleetConfig(co.files[fleetFile])
+		c, rep, err := parseFleetConfig(co.files[fleetFile])
 		if err != nil {
 			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, fleetFile, err.Error())
 		}
 		cfg, cfgFile = *c, fleetFile
-		if len(unsupported) > 0 {
-			warnings = append(warnings, fmt.Sprintf("%s: %s", fleetFile, strings.Join(unsupported, ", ")))
+		if !chart {
+			rep.unsupported = append(rep.unsupported, cfg.withoutChartlessHelm()...)
+		}
+		if !rep.empty() {
+			warnings = append(warnings, fmt.Sprintf("%s: %s", fleetFile, rep.String()))
 		}
 	}
 	// Files of the kustomization directories drover.yaml names are Kustomize's input, not
@@ -232,7 +238,8 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 	}
 	r := &rendered{name: BundleName(gr.Name, p), path: p, warnings: warnings, spec: fleetv1alpha1.BundleSpec{
 		DefaultNamespace: cfg.DefaultNamespace,
-		Targets:          gr.Spec.Targets,
+		Targets:          cfg.targets(gr),
+		Exclude:          cfg.exclude(),
 		CorrectDrift:     cfg.CorrectDrift,
 		ForceConflicts:   cfg.ForceConflicts,
 		KeepResources:    cfg.KeepResources,
@@ -243,7 +250,7 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 		r.spec.Rollout = *cfg.Rollout
 	}
 	if cfg.fleet != nil {
-		r.fleetName = cfg.fleet.name
+		r.fleetName, r.holdNew = cfg.fleet.name, cfg.fleet.paused
 	}
 	if chart || cfg.Helm != nil {
 		// A Helm chart (the path's own, or named by drover.yaml): the Bundle is its release.

@@ -1,10 +1,15 @@
 package gitrepo
 
 import (
+	"bytes"
 	"errors"
 	"maps"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -14,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/helmchart"
 )
 
 func TestBundleName(t *testing.T) {
@@ -320,5 +326,121 @@ func TestRenderDependsOn(t *testing.T) {
 	deps := out[1].spec.DependsOn
 	if len(deps) != 2 || deps[0].Name != "r-apps-db" || deps[1].Selector == nil || deps[1].Selector.MatchLabels["tier"] != "crds" {
 		t.Errorf("dependsOn %+v", deps)
+	}
+}
+
+// TestRenderFleetHelmWithoutChart: a fleet.yaml's helm options on a path without a chart (no
+// Chart.yaml, no helm.chart or helm.repo), as Fleet repositories set them since Fleet deploys
+// every bundle as a Helm release, leave the path plain manifests and are named as not used; a
+// drover.yaml's still fail the path.
+func TestRenderFleetHelmWithoutChart(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, settings string
+		warn                 []string
+		fails                bool
+	}{
+		{"takeOwnership", "fleet.yaml", "helm: {takeOwnership: true}\n", []string{"helm.takeOwnership"}, false},
+		{"releaseName and values", "fleet.yaml", "helm:\n  releaseName: x\n  values: {a: 1}\n",
+			[]string{"helm.releaseName (the path has no Helm chart", "helm.values (the path has no Helm chart"}, false},
+		{"customization values", "fleet.yaml", "helm: {releaseName: x}\ntargetCustomizations:\n- name: p\n  clusterName: c\n  helm: {values: {a: 2}}\n",
+			[]string{"helm.releaseName (", "targetCustomizations[0].helm (the path has no Helm chart"}, false},
+		{"drover.yaml stays strict", "drover.yaml", "helm: {releaseName: x}\n", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"app"}}}
+			out, err := render(t.Context(), testCheckout(map[string]string{"app/cm.yaml": cm, "app/" + tc.file: tc.settings}), gr)
+			if tc.fails {
+				if err == nil || !strings.Contains(err.Error(), "helm.chart: no Chart.yaml") {
+					t.Fatalf("error %v, want helm.chart: no Chart.yaml", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out) != 1 || out[0].spec.Helm != nil || len(out[0].spec.Resources) != 1 {
+				t.Fatalf("rendered %+v, want one Bundle of plain manifests", out)
+			}
+			w := strings.Join(out[0].warnings, "\n")
+			for _, part := range tc.warn {
+				if !strings.Contains(w, part) {
+					t.Errorf("warnings %q do not name %q", w, part)
+				}
+			}
+		})
+	}
+}
+
+// TestRenderHelmChartURL: helm.chart as the http(s) URL of a chart archive (Fleet allows it) is
+// downloaded, with the helm Secret's credentials; what cannot be used fails naming helm.chart.
+func TestRenderHelmChartURL(t *testing.T) {
+	files := map[string][]byte{}
+	for f, c := range chartFiles("x") {
+		files[strings.TrimPrefix(f, "x/")] = []byte(c)
+	}
+	archive, err := helmchart.Package(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotAuth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, _, _ := r.BasicAuth()
+		gotAuth.Store(user)
+		switch r.URL.Path {
+		case "/web-0.1.0.tgz":
+			_, _ = w.Write(archive)
+		case "/big.tgz":
+			_, _ = w.Write(make([]byte, helmchart.MaxArchiveSize+1))
+		case "/junk.tgz":
+			_, _ = w.Write([]byte("not a chart"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name, fleet string
+		access      *helmAccess
+		err         []string
+		user        string
+	}{
+		{"downloaded", "helm:\n  chart: " + srv.URL + "/web-0.1.0.tgz\n  values: {color: red}\n", nil, nil, ""},
+		{"with credentials", "helm:\n  chart: " + srv.URL + "/web-0.1.0.tgz\n",
+			&helmAccess{client: srv.Client(), creds: &helmchart.Credentials{Username: "u", Password: "p"}}, nil, "u"},
+		{"credentials not for this URL", "helm:\n  chart: " + srv.URL + "/web-0.1.0.tgz\n",
+			&helmAccess{client: srv.Client(), creds: &helmchart.Credentials{Username: "u", Password: "p"}, only: regexp.MustCompile(`^https://other/`)}, nil, ""},
+		{"not found", "helm: {chart: " + srv.URL + "/missing.tgz}\n", nil, []string{"app/fleet.yaml", "helm.chart", "404"}, ""},
+		{"too large", "helm: {chart: " + srv.URL + "/big.tgz}\n", nil, []string{"helm.chart", "more than"}, ""},
+		{"not a chart", "helm: {chart: " + srv.URL + "/junk.tgz}\n", nil, []string{"helm.chart", "is not a chart archive"}, ""},
+		{"with helm.repo", "helm: {chart: " + srv.URL + "/web-0.1.0.tgz, repo: " + srv.URL + "}\n", nil, []string{"helm.chart", "leave helm.repo empty"}, ""},
+		{"with helm.version", "helm: {chart: " + srv.URL + "/web-0.1.0.tgz, version: 1.0.0}\n", nil, []string{"helm.version", "leave helm.version empty"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gotAuth.Store("")
+			co := testCheckout(map[string]string{"app/fleet.yaml": tc.fleet})
+			co.helm = tc.access
+			gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"app"}}}
+			out, err := render(t.Context(), co, gr)
+			if len(tc.err) > 0 {
+				if err == nil {
+					t.Fatal("no error")
+				}
+				for _, part := range tc.err {
+					if !strings.Contains(err.Error(), part) {
+						t.Errorf("error %q does not name %q", err, part)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out) != 1 || out[0].spec.Helm == nil || !bytes.Equal(out[0].spec.Helm.Chart, archive) {
+				t.Fatalf("rendered %+v, want the downloaded chart", out)
+			}
+			if got := gotAuth.Load(); got != tc.user {
+				t.Errorf("user sent %q, want %q", got, tc.user)
+			}
+		})
 	}
 }

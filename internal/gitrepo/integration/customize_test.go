@@ -30,6 +30,12 @@ const secondName = "second"
 // env=prod, with its agent running here; "plain" has no env label. Both go when t ends.
 func startSecond(t *testing.T) *envtest.Cluster {
 	t.Helper()
+	return startSecondAs(t, secondName)
+}
+
+// startSecondAs is startSecond with another Cluster name, for tests running in parallel.
+func startSecondAs(t *testing.T, secondName string) *envtest.Cluster {
+	t.Helper()
 	c, err := envtest.Start(secondName, envtest.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -249,6 +255,129 @@ func TestGitRepoTargetCustomizations(t *testing.T) {
 			}
 		}
 	})
+}
+
+// bundleOn reports whether Bundle name has a BundleDeployment on the Cluster clusterName.
+func bundleOn(t *testing.T, clusterName, name string) (bool, error) {
+	bd := &fleetv1alpha1.BundleDeployment{}
+	err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: clusterNamespace(t, clusterName), Name: name}, bd)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// wantBundleOn checks which clusters have a BundleDeployment of each Bundle once the Bundle
+// controller has seen the Bundle's current generation: Bundle name → cluster → present.
+func wantBundleOn(t *testing.T, want map[string]map[string]bool) error {
+	for name, clusters := range want {
+		b := &fleetv1alpha1.Bundle{}
+		if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ws, Name: name}, b); err != nil {
+			return err
+		}
+		targeted := 0
+		for _, on := range clusters {
+			if on {
+				targeted++
+			}
+		}
+		if b.Status.ObservedGeneration != b.Generation || b.Status.Summary.DesiredReady != targeted {
+			return fmt.Errorf("Bundle %s: observed generation %d of %d, %d clusters targeted, want %d", name,
+				b.Status.ObservedGeneration, b.Generation, b.Status.Summary.DesiredReady, targeted)
+		}
+		for c, on := range clusters {
+			got, err := bundleOn(t, c, name)
+			if err != nil {
+				return err
+			}
+			if got != on {
+				return fmt.Errorf("Bundle %s on cluster %s: BundleDeployment present %v, want %v", name, c, got, on)
+			}
+		}
+	}
+	return nil
+}
+
+// TestGitRepoFleetNarrowing: fleet.yaml keys that narrow where content goes keep drover from
+// deploying where Fleet would not. The GitRepo targets "plain" and "second" (env=prod): a
+// doNotDeploy customization for env=prod, overrideTargets selecting env=prod only, a
+// customization needing a ClusterGroup (left out: second gets the path's content as it is),
+// and a paused path whose Bundle is new (no cluster, also after a later commit) each deploy
+// exactly where Fleet would.
+func TestGitRepoFleetNarrowing(t *testing.T) {
+	t.Parallel()
+	second := startSecondAs(t, "second-fn")
+	r := newRepo(t, "fleet-narrow", false)
+	files := map[string]string{
+		"apps/dnd/fleet.yaml": "targetCustomizations:\n- name: prod\n  clusterSelector: {matchLabels: {env: prod}}\n  doNotDeploy: true\n",
+		"apps/dnd/cm.yaml":    configMapYAML("default", "fn-dnd", "dnd"),
+		"apps/override/fleet.yaml": "overrideTargets:\n- clusterSelector: {matchLabels: {env: prod}}\n" +
+			"- clusterGroup: everyone\n",
+		"apps/override/cm.yaml": configMapYAML("default", "fn-override", "override"),
+		"apps/grouped/fleet.yaml": "targetCustomizations:\n- name: grouped\n  clusterGroup: g\n  clusterSelector: {matchLabels: {env: prod}}\n" +
+			"  namespace: kube-public\n",
+		"apps/grouped/cm.yaml":   configMapYAML("default", "fn-grouped", "grouped"),
+		"apps/paused/fleet.yaml": "paused: true\n",
+		"apps/paused/cm.yaml":    configMapYAML("default", "fn-paused", "one"),
+	}
+	c1 := r.commit("fleet", files)
+	gr := newGitRepo(t, "fleet-narrow", r, func(s *fleetv1alpha1.GitRepoSpec) {
+		s.Targets = []fleetv1alpha1.BundleTarget{{ClusterName: plainName}, {ClusterName: second.Name}}
+		s.Paths = []string{"apps"}
+	})
+	name := func(p string) string { return gitrepo.BundleName("fleet-narrow", p) }
+	bundles := []string{name("apps/dnd"), name("apps/grouped"), name("apps/override"), name("apps/paused")}
+	want := map[string]map[string]bool{
+		name("apps/dnd"):      {plainName: true, second.Name: false},
+		name("apps/override"): {plainName: false, second.Name: true},
+		name("apps/grouped"):  {plainName: true, second.Name: true},
+		name("apps/paused"):   {plainName: false, second.Name: false},
+	}
+	eventually(t, 120*time.Second, func() error {
+		if err := wantSynced(t, gr, c1, bundles...); err != nil {
+			return err
+		}
+		if err := wantBundleOn(t, want); err != nil {
+			return err
+		}
+		return wantOn(t.Context(), map[*envtest.Cluster]map[string]string{
+			plain:  {"default/fn-dnd": "dnd", "default/fn-override": "", "default/fn-grouped": "grouped", "default/fn-paused": ""},
+			second: {"default/fn-dnd": "", "default/fn-override": "override", "default/fn-grouped": "grouped", "kube-public/fn-grouped": "", "default/fn-paused": ""},
+		})
+	})
+	got, err := getGitRepo(t, gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionConfigSupported)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != fleetv1alpha1.ReasonUnsupportedFleetKeys {
+		t.Fatalf("ConfigSupported condition %+v, want False/UnsupportedFleetKeys", c)
+	}
+	for _, part := range []string{"apps/grouped/fleet.yaml", "targetCustomizations[0] (matches no cluster: drover has no ClusterGroups",
+		"overrideTargets[1] (matches no cluster", "apps/paused/fleet.yaml: used with another meaning than Fleet's: paused ("} {
+		if !strings.Contains(c.Message, part) {
+			t.Errorf("ConfigSupported message %q does not name %s", c.Message, part)
+		}
+	}
+	if strings.Contains(c.Message, "doNotDeploy") || strings.Contains(c.Message, "apps/dnd") {
+		t.Errorf("ConfigSupported message %q reports doNotDeploy, which drover uses", c.Message)
+	}
+
+	// A later commit of the still paused path keeps its Bundle targeting no cluster.
+	c2 := r.commit("paused change", map[string]string{"apps/paused/cm.yaml": configMapYAML("default", "fn-paused", "two")})
+	eventually(t, 60*time.Second, func() error {
+		if err := wantSynced(t, gr, c2, bundles...); err != nil {
+			return err
+		}
+		return wantBundleOn(t, want)
+	})
+	b := &fleetv1alpha1.Bundle{}
+	if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ws, Name: name("apps/paused")}, b); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Spec.Targets) != 0 || !b.Spec.Rollout.Paused || b.Annotations[fleetv1alpha1.GitRepoCommitAnnotation] != c2 {
+		t.Errorf("paused Bundle targets %+v rollout %+v commit %s, want no target, paused, commit %s", b.Spec.Targets, b.Spec.Rollout, b.Annotations[fleetv1alpha1.GitRepoCommitAnnotation], c2)
+	}
 }
 
 // clusterNamespace is the namespace of the Cluster's BundleDeployments.
