@@ -174,7 +174,14 @@ func (a *agent) loop(ctx context.Context) error {
 		if errors.As(err, &f) {
 			reason = f.Reason
 		}
-		log.Error(err, "Agent not working, retrying later", "reason", reason, "retryIn", delay)
+		if ctx.Err() != nil {
+			return nil // stopped while registering: not a failure to report
+		}
+		// Expected failures (a rejected or expired token, a refusal, an unreachable management
+		// cluster) are retried for as long as the agent runs: one line per attempt with the
+		// reason and what to do, at Info, since the production logger adds a stack trace to
+		// every Error, which says nothing about them.
+		log.Info("Agent not working, retrying later", "attempt", attempts, "reason", reason, "error", err.Error(), "retryIn", delay)
 		a.report(ctx, reason, err.Error(), attempts)
 		t := time.NewTimer(delay)
 		select {
@@ -214,7 +221,7 @@ func (a *agent) work(ctx context.Context, cred *register.Credential) error {
 	go func() { errs <- mgr.Start(ctx) }()
 	go func() { errs <- a.watchBootstrap(ctx, cred) }()
 	go func() {
-		errs <- heartbeat.Run(ctx, mgr.GetClient(), mgr.GetAPIReader(), cred.ClusterNamespace, cred.ClusterName, a.o.Namespace, cred.DeploymentNamespace, a.o.HeartbeatInterval)
+		errs <- heartbeat.Run(ctx, mgr.GetClient(), mgr.GetAPIReader(), cred.ClusterNamespace, cred.ClusterName, a.o.Namespace, cred.DeploymentNamespace, a.o.HeartbeatInterval, downstreamProbe(a.o))
 	}()
 	go func() { errs <- a.renew(ctx, cred) }()
 	err = <-errs
@@ -244,7 +251,7 @@ func (a *agent) renew(ctx context.Context, cred *register.Credential) error {
 			if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 				return err
 			}
-			ctrl.LoggerFrom(ctx).Error(err, "Renewing request token, retrying")
+			ctrl.LoggerFrom(ctx).Info("Renewing request token failed, retrying in a minute", "error", err.Error())
 			cred.Expiry = time.Now().Add(2 * time.Minute) // retry in a minute
 		}
 	}
@@ -269,7 +276,7 @@ func (a *agent) watchBootstrap(ctx context.Context, cred *register.Credential) e
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
-			ctrl.LoggerFrom(ctx).Error(err, "Reading bootstrap secret")
+			ctrl.LoggerFrom(ctx).Info("Cannot read the bootstrap secret, retrying", "error", err.Error())
 			continue
 		}
 		if cred.Moved(boot.Data) {
@@ -279,7 +286,7 @@ func (a *agent) watchBootstrap(ctx context.Context, cred *register.Credential) e
 		// a fresh one while the agent was already registering with the last). Its import token
 		// must not linger downstream; the renewal identity does its job.
 		if err := a.down.Delete(ctx, boot, client.Preconditions{UID: &boot.UID}); client.IgnoreNotFound(err) != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Deleting a bootstrap secret left after registering")
+			ctrl.LoggerFrom(ctx).Info("Cannot delete a bootstrap secret left after registering, retrying", "error", err.Error())
 			continue
 		}
 		ctrl.LoggerFrom(ctx).Info("Deleted a bootstrap secret left after registering")
@@ -298,6 +305,6 @@ func (a *agent) report(ctx context.Context, reason, msg string, attempts int) {
 		}
 	}
 	if err != nil && ctx.Err() == nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Reporting agent status")
+		ctrl.LoggerFrom(ctx).Info("Cannot report the agent's status downstream", "error", err.Error())
 	}
 }

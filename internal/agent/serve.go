@@ -72,15 +72,22 @@ func serve(ctx context.Context, o Options) error {
 // downstreamReachable is ready when the downstream API server answers: without it the agent
 // can neither register nor apply anything.
 func downstreamReachable(o Options) healthz.Checker {
+	probe := downstreamProbe(o)
+	return func(req *http.Request) error { return probe(req.Context()) }
+}
+
+// downstreamProbe asks the downstream API server for its version, within 5 s. The heartbeat
+// reports its failures: the agent can check in while its own cluster's API server is down.
+func downstreamProbe(o Options) func(context.Context) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(o.Config)
-	return func(req *http.Request) error {
+	return func(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("downstream discovery client: %w", err)
 		}
-		ctx, cancel := context.WithTimeout(req.Context(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		if _, err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw(); err != nil {
-			return fmt.Errorf("downstream API server: %w", err)
+			return fmt.Errorf("this cluster's API server (%s) does not answer: %w", o.Config.Host, err)
 		}
 		return nil
 	}

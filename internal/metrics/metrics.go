@@ -44,6 +44,7 @@ var (
 const (
 	StateConnected    = "connected"
 	StateDisconnected = "disconnected"
+	StateUnreachable  = "unreachable"
 	StateWaiting      = "waiting"
 )
 

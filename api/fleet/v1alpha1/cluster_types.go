@@ -89,6 +89,12 @@ type AgentStatus struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._+-]*$`
 	// +optional
 	Version string `json:"version,omitempty"`
+	// DownstreamError is why the agent could not reach its own cluster's API server when it
+	// last checked in (empty: it answered). An agent can keep checking in while its cluster's
+	// control plane is down; nothing it applies gets there then.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	DownstreamError string `json:"downstreamError,omitempty"`
 }
 
 // ClusterStatus is the observed state of a registered cluster.

@@ -150,6 +150,9 @@ const (
 	// its heartbeats for longer than drover server's --agent-disconnect-after. Rollouts do not
 	// wait for such a cluster (docs/registration.md).
 	ReasonAgentDisconnected = "AgentDisconnected"
+	// ReasonDownstreamUnreachable (Cluster Ready=False): the agent checks in but cannot reach
+	// its own cluster's API server.
+	ReasonDownstreamUnreachable = "DownstreamUnreachable"
 	// ReasonDependencyNotReady (Bundle Ready=False): clusters are held because a Bundle of
 	// spec.dependsOn is not ready on them (the message names it and the clusters).
 	ReasonDependencyNotReady = "DependencyNotReady"
@@ -166,6 +169,8 @@ const (
 const (
 	// EventAgentReconnected (Normal, Cluster): a disconnected agent checked in again.
 	EventAgentReconnected = "AgentReconnected"
+	// EventDownstreamReachable (Normal, Cluster): the agent reaches its cluster's API server again.
+	EventDownstreamReachable = "DownstreamReachable"
 	// EventRegistrationGranted (Normal, ClusterRegistration and its Cluster): the agent's
 	// credential was issued.
 	EventRegistrationGranted = "RegistrationGranted"

@@ -720,7 +720,7 @@ func (r *Reconciler) checkDrift(ctx context.Context, bd, before *fleetv1alpha1.B
 				st.State, st.Message = StateModified, strings.Join(reports(diffs), "; ")
 				fields = paths(diffs)
 			}
-			if ok, why := health(live); !ok {
+			if ok, why := r.liveHealth(ctx, live); !ok {
 				notReady = append(notReady, describe(live)+": "+why)
 				if st.State == StateApplied {
 					st.State, st.Message = StateNotReady, why

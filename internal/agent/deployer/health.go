@@ -1,10 +1,20 @@
 package deployer
 
 import (
+	"cmp"
+	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // health reports whether a live object is doing what it was applied for, by kstatus'
@@ -90,7 +100,7 @@ func progress(u *unstructured.Unstructured, res *kstatus.Result) string {
 	return nonEmpty(res.Message, "in progress")
 }
 
-func nonEmpty(s, otherwise string) string {
+func nonEmpty[S ~string](s, otherwise S) S {
 	if s == "" {
 		return otherwise
 	}
@@ -214,4 +224,208 @@ func findCondition(u *unstructured.Unstructured, typ string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// Bounds of the pod diagnosis: how many of a workload's pods one List reads, and how long the
+// part of a message saying what one pod waits for may be (a Ready condition names up to three
+// resources, and Display keeps 512 bytes of it).
+const (
+	podListLimit = 100
+	maxPodReason = 240
+)
+
+// liveHealth is health of a live object read from the downstream cluster, with the reason one
+// of its pods gives when a Deployment, StatefulSet or DaemonSet is not available (see
+// podReason): "0/1 replicas available; pod web-6d4f9-abcde: Unschedulable: 0/3 nodes are
+// available: ...". It costs at most one List of pods per not-ready workload.
+func (r *Reconciler) liveHealth(ctx context.Context, u *unstructured.Unstructured) (bool, string) {
+	ready, msg := health(u)
+	if ready || r.Downstream == nil {
+		return ready, msg
+	}
+	if why := podReason(ctx, r.Downstream, u); why != "" {
+		msg += "; " + why
+	}
+	return ready, msg
+}
+
+// podReason says, in kubectl's words, why the pods of the workload u (a Deployment,
+// StatefulSet or DaemonSet; "" for other kinds) do not become available: the most telling
+// reason of one of them ("pod web-6d4f9-abcde: ImagePullBackOff: Back-off pulling image
+// \"nginx:nope\"", "pod db-0: CrashLoopBackOff (restarted 5 times; last exit code 1)").
+// It reads the pods with one List of u's namespace by u's selector (at most podListLimit of
+// them), keeps those u controls, and returns "" when none says more than the counts, or when
+// the List fails (an agent whose rights do not include listing pods reports the counts only).
+// The reason is one line of at most maxPodReason bytes, from pod and container status only:
+// never a termination message (whatever the program wrote), an env value or a Secret's.
+func podReason(ctx context.Context, c client.Reader, u *unstructured.Unstructured) string {
+	gvk := u.GroupVersionKind()
+	if gvk.Group != "apps" || (gvk.Kind != "Deployment" && gvk.Kind != "StatefulSet" && gvk.Kind != "DaemonSet") ||
+		u.GetDeletionTimestamp() != nil || u.GetNamespace() == "" {
+		return ""
+	}
+	raw, found, err := unstructured.NestedMap(u.Object, "spec", "selector")
+	if err != nil || !found {
+		return ""
+	}
+	var ls metav1.LabelSelector
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &ls); err != nil {
+		return ""
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&ls)
+	if err != nil || sel.Empty() {
+		return ""
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(u.GetNamespace()), client.MatchingLabelsSelector{Selector: sel}, client.Limit(podListLimit)); err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Cannot list pods to say why a workload is not ready", "kind", gvk.Kind,
+			"namespace", u.GetNamespace(), "name", u.GetName(), "error", err.Error())
+		return ""
+	}
+	best, bestRank := "", 0
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return cmp.Compare(a.Name, b.Name) })
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !controlledBy(p, u) {
+			continue
+		}
+		if rank, why := podWaits(p); rank > bestRank {
+			best, bestRank = "pod "+p.Name+": "+why, rank
+		}
+	}
+	return oneLine(best, maxPodReason)
+}
+
+// controlledBy reports whether the workload u controls the pod p: directly (StatefulSet,
+// DaemonSet) or through one of its ReplicaSets (Deployment, whose ReplicaSets are named after
+// it); a selector may match other pods.
+func controlledBy(p *corev1.Pod, u *unstructured.Unstructured) bool {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return false
+	}
+	if u.GetKind() == "Deployment" {
+		return ref.Kind == "ReplicaSet" && strings.HasPrefix(ref.Name, u.GetName()+"-")
+	}
+	if ref.Kind != u.GetKind() || ref.Name != u.GetName() {
+		return false
+	}
+	return u.GetUID() == "" || ref.UID == u.GetUID()
+}
+
+// How telling a pod's reason is: a reason that will not go away by itself (an image that
+// cannot be pulled, a crash loop, a configuration error) beats one that may (no node fits
+// yet), which beats a pod that is merely on its way.
+const (
+	rankOnItsWay = iota + 1
+	rankFailed
+	rankUnschedulable
+	rankStuck
+)
+
+// podWaits says what keeps the pod p from being ready, with how telling that is (0: nothing,
+// it is ready, done or being deleted).
+func podWaits(p *corev1.Pod) (int, string) {
+	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || podCondition(p, corev1.PodReady) == corev1.ConditionTrue {
+		return 0, ""
+	}
+	many := len(p.Spec.InitContainers)+len(p.Spec.Containers) > 1
+	best, bestRank := "", 0
+	consider := func(rank int, why string) {
+		if rank > bestRank {
+			best, bestRank = why, rank
+		}
+	}
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.Ready {
+			continue
+		}
+		rank, why := containerWaits(cs)
+		if rank > 0 {
+			consider(rank, "init container "+cs.Name+": "+why)
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		rank, why := containerWaits(cs)
+		if rank == 0 && !cs.Ready && cs.State.Running != nil {
+			rank, why = rankOnItsWay, "not ready"
+		}
+		if rank > 0 && many {
+			why = "container " + cs.Name + ": " + why
+		}
+		consider(rank, why)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			consider(rankUnschedulable, withMessage(nonEmpty(c.Reason, "Unschedulable"), c.Message))
+		}
+	}
+	if p.Status.Phase == corev1.PodFailed {
+		consider(rankFailed, withMessage(nonEmpty(p.Status.Reason, "Failed"), p.Status.Message))
+	}
+	consider(rankOnItsWay, string(nonEmpty(p.Status.Phase, corev1.PodPending)))
+	return bestRank, best
+}
+
+// containerWaits says what one container waits for, as kubectl's STATUS column would.
+func containerWaits(cs corev1.ContainerStatus) (int, string) {
+	switch {
+	case cs.State.Waiting != nil:
+		w := cs.State.Waiting
+		switch w.Reason {
+		case "", "ContainerCreating", "PodInitializing":
+			return rankOnItsWay, nonEmpty(w.Reason, "Waiting")
+		case "CrashLoopBackOff":
+			return rankStuck, fmt.Sprintf("CrashLoopBackOff (restarted %d times%s)", cs.RestartCount, lastExit(cs.LastTerminationState.Terminated))
+		}
+		// ImagePullBackOff, ErrImagePull, InvalidImageName, CreateContainerConfigError
+		// (a Secret or key not found: names, no values), RunContainerError...
+		return rankStuck, withMessage(w.Reason, w.Message)
+	case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
+		t := cs.State.Terminated
+		return rankFailed, fmt.Sprintf("%s, exit code %d", nonEmpty(t.Reason, "Error"), t.ExitCode)
+	}
+	return 0, ""
+}
+
+// lastExit says how a crash-looping container last ended ("; last exit code 1", "; last exit:
+// OOMKilled, code 137"), never with its termination message.
+func lastExit(t *corev1.ContainerStateTerminated) string {
+	switch {
+	case t == nil:
+		return ""
+	case t.Reason == "" || t.Reason == "Error":
+		return fmt.Sprintf("; last exit code %d", t.ExitCode)
+	}
+	return fmt.Sprintf("; last exit: %s, code %d", t.Reason, t.ExitCode)
+}
+
+func podCondition(p *corev1.Pod, typ corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range p.Status.Conditions {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func withMessage(reason, msg string) string {
+	if msg == "" {
+		return reason
+	}
+	return reason + ": " + msg
+}
+
+// oneLine makes s one line (whitespace runs become one space) of at most n bytes, cut on a rune
+// boundary and marked with "...".
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,11 +20,17 @@ import (
 	"github.com/droverhq/drover/internal/version"
 )
 
-// Beat patches the Cluster's agent status once.
-func Beat(ctx context.Context, c client.Client, workspace, cluster, agentNamespace string, now time.Time) error {
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"agent": fleetv1alpha1.AgentStatus{
-		LastSeen: ptrTime(now), Namespace: agentNamespace, Version: reportedVersion(version.Get().Version),
-	}}})
+// Beat patches the Cluster's agent status once; downstreamErr is why the agent's own cluster's
+// API server did not answer ("": it did).
+func Beat(ctx context.Context, c client.Client, workspace, cluster, agentNamespace, downstreamErr string, now time.Time) error {
+	agent := map[string]any{"lastSeen": ptrTime(now), "namespace": agentNamespace, "downstreamError": nil}
+	if v := reportedVersion(version.Get().Version); v != "" {
+		agent["version"] = v
+	}
+	if downstreamErr != "" {
+		agent["downstreamError"] = truncate(downstreamErr, 512)
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"agent": agent}})
 	if err != nil {
 		return fmt.Errorf("encode heartbeat: %w", err)
 	}
@@ -57,11 +64,18 @@ const RightsGrace = 5 * time.Minute
 // RightsGrace and the credential can still list the agent's BundleDeployments in
 // deploymentNamespace, read through live (uncached: the right every answered registration has).
 // Other failures are retried.
-func Run(ctx context.Context, c client.Client, live client.Reader, workspace, cluster, agentNamespace, deploymentNamespace string, interval time.Duration) error {
+func Run(ctx context.Context, c client.Client, live client.Reader, workspace, cluster, agentNamespace, deploymentNamespace string, interval time.Duration, probe func(context.Context) error) error {
 	start := time.Now()
 	for {
 		wait := interval
-		err := Beat(ctx, c, workspace, cluster, agentNamespace, time.Now())
+		downstreamErr := ""
+		if probe != nil {
+			if err := probe(ctx); err != nil && ctx.Err() == nil {
+				downstreamErr = err.Error()
+				ctrl.LoggerFrom(ctx).Info("Cannot reach this cluster's API server; reporting it with the check-in", "error", downstreamErr)
+			}
+		}
+		err := Beat(ctx, c, workspace, cluster, agentNamespace, downstreamErr, time.Now())
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -74,10 +88,11 @@ func Run(ctx context.Context, c client.Client, live client.Reader, workspace, cl
 				ctrl.LoggerFrom(ctx).Info("Not allowed to check in yet; the right is on its way", "error", err.Error())
 				wait = min(interval, rightsRetry)
 			case isAuth(err):
-				ctrl.LoggerFrom(ctx).Error(err, "Checking in")
+				// The agent logs why its work ended, and registers again.
 				return err
 			default:
-				ctrl.LoggerFrom(ctx).Error(err, "Checking in")
+				// Retried at the next beat: one line, no stack trace (an Error would get one).
+				ctrl.LoggerFrom(ctx).Info("Checking in failed, retrying", "error", err.Error(), "retryIn", wait)
 			}
 		}
 		select {
@@ -93,4 +108,16 @@ const rightsRetry = 2 * time.Second
 
 func canList(ctx context.Context, c client.Reader, namespace string) bool {
 	return c.List(ctx, &fleetv1alpha1.BundleDeploymentList{}, client.InNamespace(namespace), client.Limit(1)) == nil
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n-3]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
 }

@@ -412,7 +412,9 @@ func TestWorkloadReadiness(t *testing.T) {
 		bdState(func(bd *fleetv1alpha1.BundleDeployment) error {
 			c := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionReady)
 			if bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID || bd.Status.Ready || c == nil ||
-				c.Reason != fleetv1alpha1.ReasonResourcesNotReady || !strings.Contains(c.Message, "Deployment default/web-ready: 0/1 replicas available") {
+				c.Reason != fleetv1alpha1.ReasonResourcesNotReady || !strings.Contains(c.Message, "Deployment default/web-ready: 0/1 replicas available") ||
+				// Why, from its pod, as kubectl describe would say (the agent's drift pass).
+				!strings.Contains(c.Message, "Unschedulable") || !strings.Contains(c.Message, "pod web-ready-") {
 				return fmt.Errorf("status %+v", bd.Status)
 			}
 			if len(bd.Status.Resources) != 1 || bd.Status.Resources[0].State != deployer.StateNotReady {

@@ -191,7 +191,13 @@ func (r *Reconciler) connectionEvent(c *fleetv1alpha1.Cluster, old *metav1.Condi
 		return
 	}
 	wasDisconnected := old != nil && old.Reason == fleetv1alpha1.ReasonAgentDisconnected
+	wasUnreachable := old != nil && old.Reason == fleetv1alpha1.ReasonDownstreamUnreachable
 	switch {
+	case now.Reason == fleetv1alpha1.ReasonDownstreamUnreachable && !wasUnreachable:
+		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, fleetv1alpha1.ReasonDownstreamUnreachable, "CheckConnection", "%s", now.Message)
+	case now.Status == metav1.ConditionTrue && wasUnreachable:
+		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, fleetv1alpha1.EventDownstreamReachable, "CheckConnection",
+			"The agent reaches its cluster's API server again (check-in at %s)", c.Status.Agent.LastSeen.UTC().Format(time.RFC3339))
 	case now.Reason == fleetv1alpha1.ReasonAgentDisconnected && !wasDisconnected:
 		r.Recorder.Eventf(c, nil, corev1.EventTypeWarning, fleetv1alpha1.ReasonAgentDisconnected, "CheckConnection", "%s", now.Message)
 	case now.Status == metav1.ConditionTrue && wasDisconnected:

@@ -30,6 +30,12 @@ func (r *Reconciler) connection(c *fleetv1alpha1.Cluster) time.Duration {
 	}
 	seen := c.Status.Agent.LastSeen.Time
 	if wait := seen.Add(r.AgentDisconnectAfter).Sub(r.Now()); wait > 0 {
+		if e := c.Status.Agent.DownstreamError; e != "" {
+			kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonDownstreamUnreachable, fmt.Sprintf(
+				"The agent checks in but cannot reach its own cluster's API server: %s. Nothing drover deploys gets there until it answers: "+
+					"check the cluster's control plane. It is Ready again at the agent's first check-in after it answers.", e))
+			return wait
+		}
 		kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionReady, true, fleetv1alpha1.ReasonSucceeded, "Agent checked in")
 		return wait
 	}
@@ -52,6 +58,8 @@ func connectionState(c *fleetv1alpha1.Cluster) string {
 		return metrics.StateWaiting
 	case Disconnected(c):
 		return metrics.StateDisconnected
+	case Unreachable(c):
+		return metrics.StateUnreachable
 	}
 	return metrics.StateConnected
 }
@@ -61,4 +69,11 @@ func connectionState(c *fleetv1alpha1.Cluster) string {
 func Disconnected(c *fleetv1alpha1.Cluster) bool {
 	cond := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady)
 	return cond != nil && cond.Reason == fleetv1alpha1.ReasonAgentDisconnected
+}
+
+// Unreachable reports whether c's agent checks in but cannot reach its own cluster's API server
+// (Ready=False, reason DownstreamUnreachable).
+func Unreachable(c *fleetv1alpha1.Cluster) bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady)
+	return cond != nil && cond.Reason == fleetv1alpha1.ReasonDownstreamUnreachable
 }

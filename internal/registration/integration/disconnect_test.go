@@ -1,14 +1,19 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent"
 )
 
 // TestAgentDisconnectedAndBack stops a registered agent: its Cluster becomes Ready=False with
@@ -63,3 +68,64 @@ func TestAgentDisconnectedAndBack(t *testing.T) {
 	})
 	waitEvent(t, ws, name, fleetv1alpha1.EventAgentReconnected)
 }
+
+// TestDownstreamUnreachableReported: an agent that keeps checking in while its own cluster's API
+// server does not answer (a control plane down, the nodes up) reports it with its heartbeat;
+// its Cluster is Ready=False DownstreamUnreachable with the error, a Warning Event and the
+// drover_fleet_clusters{state=unreachable} metric, and Ready again once the API server answers.
+func TestDownstreamUnreachableReported(t *testing.T) {
+	t.Parallel()
+	ws := mgmt.Namespace(t)
+	values := newToken(t, ws, "token", time.Hour)
+	agentNS := downstreamNamespace(t, values)
+	// The agent's downstream connection, which the test can cut.
+	var cut atomic.Bool
+	cfg := rest.CopyConfig(downstream.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			if cut.Load() {
+				return nil, errors.New("dial tcp: connect: connection refused (cut by the test)")
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	clientID := "unreachable-" + ws
+	startAgent(t, cfg, agentNS, clientID, func(o *agent.Options) { o.HeartbeatInterval = 500 * time.Millisecond })
+	cred := credential(t, downstream.Client, agentNS)
+	name := string(cred[fleetv1alpha1.KeyClusterName])
+	ready := func(reason string, status metav1.ConditionStatus) *metav1.Condition {
+		var cond *metav1.Condition
+		eventually(t, 60*time.Second, func() error {
+			cond = conditionOf(getCluster(t, ws, name).Status.Conditions, fleetv1alpha1.ConditionReady)
+			if cond == nil || cond.Reason != reason || cond.Status != status {
+				return fmt.Errorf("Ready %+v, want %s/%s", cond, status, reason)
+			}
+			return nil
+		})
+		return cond
+	}
+	ready(fleetv1alpha1.ReasonSucceeded, metav1.ConditionTrue)
+
+	cut.Store(true)
+	cond := ready(fleetv1alpha1.ReasonDownstreamUnreachable, metav1.ConditionFalse)
+	for _, want := range []string{"cannot reach its own cluster's API server", "connection refused (cut by the test)", "check the cluster's control plane"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("Ready message %q lacks %q", cond.Message, want)
+		}
+	}
+	waitEvent(t, ws, name, fleetv1alpha1.ReasonDownstreamUnreachable)
+	if got := metric(t, "drover_fleet_clusters", map[string]string{"state": "unreachable"}); got < 1 {
+		t.Errorf("drover_fleet_clusters{state=unreachable} = %v, want at least 1", got)
+	}
+
+	cut.Store(false)
+	ready(fleetv1alpha1.ReasonSucceeded, metav1.ConditionTrue)
+	if e := getCluster(t, ws, name).Status.Agent.DownstreamError; e != "" {
+		t.Errorf("status.agent.downstreamError %q after recovery, want none", e)
+	}
+	waitEvent(t, ws, name, fleetv1alpha1.EventDownstreamReachable)
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

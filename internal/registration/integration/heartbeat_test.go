@@ -74,7 +74,7 @@ func TestHeartbeatWaitsForStatusRight(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- heartbeat.Run(runCtx, req, req, ws, "hb", "drover-agent", deployNS, 100*time.Millisecond)
+		done <- heartbeat.Run(runCtx, req, req, ws, "hb", "drover-agent", deployNS, 100*time.Millisecond, nil)
 	}()
 
 	// Without the status right, beats are Forbidden; the heartbeat keeps going.
