@@ -696,9 +696,18 @@ func (r *Reconciler) record(b, before *fleetv1alpha1.Bundle, bds []*fleetv1alpha
 			r.Recorder.Eventf(b, nil, typ, reason, "Rollout", note, args...)
 		}
 	}
-	if old := meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionReady); ready.Reason == fleetv1alpha1.EventRolloutHalted &&
-		(old == nil || old.Reason != fleetv1alpha1.EventRolloutHalted) {
+	old := meta.FindStatusCondition(before.Status.Conditions, fleetv1alpha1.ConditionReady)
+	if ready.Reason == fleetv1alpha1.EventRolloutHalted && (old == nil || old.Reason != fleetv1alpha1.EventRolloutHalted) {
 		event(corev1.EventTypeWarning, fleetv1alpha1.EventRolloutHalted, "%s", ready.Message)
+	}
+	// Once per spell of failures, naming the first failing cluster.
+	if ready.Reason == fleetv1alpha1.ReasonApplyFailed && (old == nil || old.Reason != fleetv1alpha1.ReasonApplyFailed) {
+		for _, c := range s.NonReadyClusters {
+			if c.State == StateErrApplied {
+				event(corev1.EventTypeWarning, fleetv1alpha1.ReasonApplyFailed, "%d of %d clusters failed to apply; cluster %s: %s", s.ErrApplied, s.DesiredReady, c.Name, c.Message)
+				break
+			}
+		}
 	}
 	// Workloads are not ready for a while during every rollout: a Warning only for those not
 	// ready for longer than the grace, once per spell.

@@ -192,13 +192,13 @@ func ReadManifestDir(dir string) ([]runtime.RawExtension, error) {
 			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
 				break
 			} else if err != nil {
-				return nil, fmt.Errorf("%s document %d: %w", path, i, err)
+				return nil, fmt.Errorf("%s document %d: %w", path, i+1, err)
 			}
 			if len(u.Object) == 0 {
 				continue
 			}
 			if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
-				return nil, fmt.Errorf("%s document %d: apiVersion, kind and metadata.name are required", path, i)
+				return nil, fmt.Errorf("%s document %d: apiVersion, kind and metadata.name are required", path, i+1)
 			}
 			b, err := u.MarshalJSON()
 			if err != nil {

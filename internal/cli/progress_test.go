@@ -64,7 +64,7 @@ func TestBundleWaitProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Status.ObservedGeneration = b.Generation
-	b.Status.Summary = fleetv1alpha1.BundleSummary{DesiredReady: 4, Ready: 1, Pending: 3}
+	b.Status.Summary = fleetv1alpha1.BundleSummary{DesiredReady: 5, Ready: 1, Pending: 3, NotReady: 1}
 	if err := mgmt.Client.Status().Update(ctx, b); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestBundleWaitProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "[#####...............] 1/4 clusters ready, 3 pending, 0 errored"; s.line != want || s.done {
+	if want := "[####................] 1/5 clusters ready, 3 pending, 1 not ready, 0 errored"; s.line != want || s.done {
 		t.Errorf("progress %q (done %v), want %q", s.line, s.done, want)
 	}
 }

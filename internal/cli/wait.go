@@ -147,7 +147,7 @@ func bundleReady(c client.Client, key client.ObjectKey) func(context.Context) (s
 			bar = progressBar(0, 1, 20) // no cluster targeted is no progress
 		}
 		st := state{
-			line: fmt.Sprintf("%s %d/%d clusters ready, %d pending, %d errored", bar, s.Ready, s.DesiredReady, s.Pending, s.ErrApplied),
+			line: fmt.Sprintf("%s %d/%d clusters ready, %d pending, %d not ready, %d errored", bar, s.Ready, s.DesiredReady, s.Pending, s.NotReady+s.Modified, s.ErrApplied),
 			done: r != nil && r.Status == "True" && r.ObservedGeneration == b.Generation,
 		}
 		if err := applyFailed(b); err != nil {

@@ -175,7 +175,9 @@ func classify(err error, what string) error {
 		strings.Contains(err.Error(), "host key"):
 		return failf(fleetv1alpha1.ReasonAuthFailed, err, "%s: SSH authentication failed (check the private key and known_hosts)", what)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return failf(fleetv1alpha1.ReasonFetchFailed, err, "%s: repository not found", what)
+		// go-git's own text adds nothing ("repository not found: ").
+		return failf(fleetv1alpha1.ReasonFetchFailed, nil, "%s: repository not found: check spec.repo (a private repository answers "+
+			"not found without valid credentials: check spec.clientSecretName too)", what)
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return failf(fleetv1alpha1.ReasonRevisionNotFound, err, "%s: the repository has no commits", what)
 	}

@@ -992,6 +992,9 @@ func setCond(bd *fleetv1alpha1.BundleDeployment, typ string, ok bool, reason, ms
 }
 
 func setCondStatus(bd *fleetv1alpha1.BundleDeployment, typ string, s metav1.ConditionStatus, reason, msg string) {
+	// Joined errors put one per line: a condition message is read on one (kubectl, the CLI's
+	// tables, Events).
+	msg = strings.ReplaceAll(strings.TrimSpace(msg), "\n", "; ")
 	meta.SetStatusCondition(&bd.Status.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: bd.Generation})
 }
 

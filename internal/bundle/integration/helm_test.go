@@ -171,6 +171,11 @@ func TestHelmBundle(t *testing.T) {
 	if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), bundle); err != nil {
 		t.Fatal(err)
 	}
+	// The failure is an Event too (once), naming the cluster, without the value.
+	if ev := bundleEvent(t, b.Name, fleetv1alpha1.ReasonApplyFailed); !strings.Contains(ev.Note, "cluster "+plainName+": ") ||
+		!strings.Contains(ev.Note, "Helm release "+ns+"/"+b.Name) || strings.Contains(ev.Note, password) {
+		t.Errorf("ApplyFailed event %q, want the cluster and the release, without the value", ev.Note)
+	}
 	if strings.Contains(fmt.Sprint(bundle.Status), password) {
 		t.Errorf("the password is in the Bundle's status: %+v", bundle.Status)
 	}
