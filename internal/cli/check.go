@@ -268,7 +268,7 @@ func checkFleet(ctx context.Context, c client.Client, ns string) (string, string
 	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
 		return "", "", err
 	}
-	var disconnected, waiting []string
+	var disconnected, unreachable, waiting []string
 	versions := map[string]int{} // of the agents that checked in
 	for i := range l.Items {
 		cl := &l.Items[i]
@@ -280,6 +280,8 @@ func checkFleet(ctx context.Context, c client.Client, ns string) (string, string
 			waiting = append(waiting, qualified(cl.Namespace, cl.Name, ns))
 		case !connected(cl):
 			disconnected = append(disconnected, qualified(cl.Namespace, cl.Name, ns))
+		case cl.Status.Agent.DownstreamError != "":
+			unreachable = append(unreachable, qualified(cl.Namespace, cl.Name, ns))
 		}
 	}
 	// Several agent versions: an upgrade on its way, or agents it did not reach.
@@ -292,17 +294,27 @@ func checkFleet(ctx context.Context, c client.Client, ns string) (string, string
 		slices.Sort(vs)
 		mixed = "; agents run " + strings.Join(vs, ", ")
 	}
-	if len(disconnected)+len(waiting) == 0 {
+	if len(disconnected)+len(unreachable)+len(waiting) == 0 {
+		if len(l.Items) == 0 {
+			return checkOK, "no registered clusters", nil
+		}
 		return checkOK, fmt.Sprintf("%d registered clusters, all connected%s", len(l.Items), mixed), nil
 	}
 	var parts []string
 	if len(disconnected) > 0 {
 		parts = append(parts, fmt.Sprintf("%d disconnected: %s", len(disconnected), names(disconnected)))
 	}
+	if len(unreachable) > 0 {
+		parts = append(parts, fmt.Sprintf("%d whose agent cannot reach their API server: %s", len(unreachable), names(unreachable)))
+	}
 	if len(waiting) > 0 {
 		parts = append(parts, fmt.Sprintf("%d never checked in: %s", len(waiting), names(waiting)))
 	}
-	return checkWarn, fmt.Sprintf("%d registered clusters; %s (drover fleet get NAME)%s", len(l.Items), strings.Join(parts, "; "), mixed), nil
+	hint := "drover fleet get NAME -n NAMESPACE"
+	if ns != "" {
+		hint = "drover fleet get NAME -n " + ns
+	}
+	return checkWarn, fmt.Sprintf("%d registered clusters; %s (%s)%s", len(l.Items), strings.Join(parts, "; "), hint, mixed), nil
 }
 
 func checkBundles(ctx context.Context, c client.Client, ns string) (string, string, error) {
@@ -358,13 +370,18 @@ func checkHosted(ctx context.Context, c client.Client, ns string) (string, strin
 		if h.Status.Phase == managementv1alpha1.PhaseFailed {
 			return "failed"
 		}
+		// Credentials the provider rejects (or a missing, incomplete Secret): drover cannot
+		// read or change the cluster, whatever its last known phase says.
+		if cv := meta.FindStatusCondition(h.Status.Conditions, managementv1alpha1.ConditionCredentialsValid); cv != nil && cv.Status == metav1.ConditionFalse {
+			return managementv1alpha1.ConditionCredentialsValid + " " + cv.Reason
+		}
 		// An active cluster that should be in the fleet and is not gets no Bundle.
 		if place, joined := h.FleetPlace(); place == managementv1alpha1.FleetPlaceNotJoined {
 			return joined.Reason
 		}
 		return ""
 	})
-	return verdict(len(l.Items), bad, "hosted clusters", "failed or unable to join the fleet", "failed or cannot join the fleet", "drover cluster get NAME", ns)
+	return verdict(len(l.Items), bad, "hosted clusters", "failed, without valid credentials or unable to join the fleet", "failed, lack valid credentials or cannot join the fleet", "drover cluster get NAME", ns)
 }
 
 func checkMigrations(ctx context.Context, c client.Client, ns string) (string, string, error) {

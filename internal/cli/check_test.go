@@ -83,7 +83,7 @@ func TestCheck(t *testing.T) {
 		expect(t, got, "crds", checkOK, fmt.Sprintf("%d drover CRDs installed and established", len(all)))
 		expect(t, got, "server", checkFail, "no drover server has run here", server.LeaderElectionID)
 		expect(t, got, "registration", checkFail, "agents cannot find the API server", "--api-server-url")
-		expect(t, got, "fleet", checkOK, "0 registered clusters")
+		expect(t, got, "fleet", checkOK, "no registered clusters")
 		expect(t, got, "admission-policy", checkOK, "drover-agent-cluster-status, drover-import-identity-registrations installed and bound")
 	})
 
@@ -153,6 +153,9 @@ func TestCheck(t *testing.T) {
 		"edge-gone": {Agent: fleetv1alpha1.AgentStatus{LastSeen: &old, Version: "v1.2.0"},
 			Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: fleetv1alpha1.ReasonAgentDisconnected, LastTransitionTime: now}}},
 		"edge-new": {},
+		// Checks in, but its own API server does not answer.
+		"edge-down": {Agent: fleetv1alpha1.AgentStatus{LastSeen: &now, Version: "v1.3.0", DownstreamError: "connection refused"},
+			Conditions: []metav1.Condition{{Type: "Ready", Status: "False", Reason: fleetv1alpha1.ReasonDownstreamUnreachable, LastTransitionTime: now}}},
 	} {
 		fc := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		if err := c.Create(ctx, fc); err != nil {
@@ -216,6 +219,17 @@ func TestCheck(t *testing.T) {
 	if err := c.Status().Update(ctx, h); err != nil {
 		t.Fatal(err)
 	}
+	// An active one whose credentials the provider rejects (joined before the rotation).
+	rejected := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod-north"}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{DisplayName: "n", Region: "eu-west-1", CredentialSecret: "aws"}}}
+	if err := c.Create(ctx, rejected); err != nil {
+		t.Fatal(err)
+	}
+	rejected.Status.Phase = v1.PhaseActive
+	rejected.Status.Conditions = []metav1.Condition{{Type: v1.ConditionCredentialsValid, Status: "False", Reason: v1.ReasonRejected, Message: "m", LastTransitionTime: now}}
+	rejected.Status.Fleet = &v1.FleetStatus{Conditions: []metav1.Condition{{Type: v1.ConditionJoined, Status: "True", Reason: v1.ReasonJoined, Message: "m", LastTransitionTime: now}}}
+	if err := c.Status().Update(ctx, rejected); err != nil {
+		t.Fatal(err)
+	}
 	// An active one that cannot join the fleet, one that stays out of it.
 	for name, reason := range map[string]string{"prod-west": v1.ReasonAccessEntryMissing, "lab": v1.ReasonJoinDisabled} {
 		h := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{DisplayName: name, Region: "us-west-2", CredentialSecret: "aws"}}}
@@ -234,10 +248,10 @@ func TestCheck(t *testing.T) {
 			t.Fatalf("exit %d (%v): warnings alone must not fail\n%s", ExitCode(err), err, out)
 		}
 		expect(t, got, "registration", checkOK, "https://mgmt.example.com:6443")
-		expect(t, got, "fleet", checkWarn, "3 registered clusters", "1 disconnected: edge-gone", "1 never checked in: edge-new",
-			"agents run v1.2.0 (1), v1.3.0 (1)")
+		expect(t, got, "fleet", checkWarn, "4 registered clusters", "1 disconnected: edge-gone", "1 never checked in: edge-new",
+			"1 whose agent cannot reach their API server: edge-down", "(drover fleet get NAME -n "+ns+")", "agents run v1.2.0 (1), v1.3.0 (2)")
 		expect(t, got, "bundles", checkWarn, "2 of 3 Bundles not ready", "typo (TargetsNoCluster)", "web (ApplyFailed)", "(drover bundle status NAME -n "+ns+")")
-		expect(t, got, "hosted-clusters", checkWarn, "2 of 3 hosted clusters failed or cannot join the fleet: prod-east (failed), prod-west (AccessEntryMissing)", "drover cluster get")
+		expect(t, got, "hosted-clusters", checkWarn, "3 of 4 hosted clusters failed, lack valid credentials or cannot join the fleet: prod-east (failed), prod-north (CredentialsValid Rejected), prod-west (AccessEntryMissing)", "drover cluster get")
 		expect(t, got, "gitrepos", checkWarn, "3 of 4 GitRepos need attention", "apps-fleet (UnsupportedFleetKeys)", "apps-typo (TargetsNoCluster)",
 			"apps-untargeted (NoTargets)", "(drover gitrepo get NAME -n "+ns+")")
 		expect(t, got, "migrations", checkOK)

@@ -204,6 +204,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.HostedClusters.Delete(req.String())
+			HostedCredentials.Delete(req.String())
 			metrics.RefreshAge.Delete(req.String())
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -266,6 +267,8 @@ func (ps *pass) finish(ctx context.Context, err error) error {
 		phase = "pending"
 	}
 	metrics.HostedClusters.Set(ps.key().String(), ps.p.Name(), phase)
+	state, reason := CredentialsState(ps.status.Conditions)
+	HostedCredentials.Set(ps.key().String(), ps.p.Name(), state, reason)
 	if ps.onlyRefreshTimeChanged() {
 		return ps.result(err)
 	}
@@ -336,6 +339,7 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 		return ps.providerError("Observe", err)
 	}
 	ps.setCondition(CondCredentials, metav1.ConditionTrue, v1.ReasonAccepted, "The provider accepted the credentials.")
+	ps.readAgain()
 	// The config is valid unless checks against upstream (CheckPush) find otherwise below; set
 	// at the end of the pass so the condition does not flap within it.
 	ps.observed = true
@@ -634,6 +638,7 @@ func (ps *pass) delete(ctx context.Context) (reconcile.Result, error) {
 		return ps.providerError("Observe", err)
 	}
 	ps.setCondition(CondCredentials, metav1.ConditionTrue, v1.ReasonAccepted, "The provider accepted the credentials.")
+	ps.readAgain()
 	gone, err := sess.Delete(ctx, c, obs)
 	if err != nil && !retryNextPass(err) {
 		return ps.providerError("Delete", err)
@@ -667,6 +672,7 @@ func (ps *pass) connect(ctx context.Context) (Session, reconcile.Result, error) 
 			ps.setCondition(CondCredentials, metav1.ConditionFalse, v1.ReasonSecretNotFound,
 				fmt.Sprintf("Secret %s/%s named by %sConfig.credentialSecret does not exist: create it.", c.Namespace, name, p.Name()))
 			ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCredentialsMissing, "No credentials; see the CredentialsValid condition.")
+			ps.cannotCompare(v1.ReasonCredentialsUnavailable, "Secret "+c.Namespace+"/"+name+" does not exist (see CredentialsValid)")
 			// The Secret watch retriggers as soon as it appears; this is a safety net.
 			return nil, reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 		}
@@ -678,6 +684,7 @@ func (ps *pass) connect(ctx context.Context) (Session, reconcile.Result, error) 
 		if errors.As(err, &fe) {
 			ps.setCondition(CondCredentials, metav1.ConditionFalse, fe.Reason, fe.Message)
 			ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCredentialsInvalid, "Unusable credentials; see the CredentialsValid condition.")
+			ps.cannotCompare(v1.ReasonCredentialsUnavailable, "Secret "+c.Namespace+"/"+name+" holds no usable credentials (see CredentialsValid)")
 			return nil, reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 		}
 		return nil, reconcile.Result{}, err
@@ -688,8 +695,7 @@ func (ps *pass) connect(ctx context.Context) (Session, reconcile.Result, error) 
 func (ps *pass) providerError(op string, err error) (reconcile.Result, error) {
 	switch {
 	case errors.Is(err, ErrCredentials):
-		ps.setCondition(CondCredentials, metav1.ConditionFalse, v1.ReasonRejected, "The provider rejected the credentials ("+stableMessage(err)+"). Fix the credential Secret, or the account, project or subscription the config names (a provider may refuse a wrong one as forbidden); drover retries with backoff.")
-		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCredentialsInvalid, "See the CredentialsValid condition.")
+		ps.rejected(op, err)
 	case errors.Is(err, ErrChangedSinceRead):
 		ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonChangedSinceRead, msgChangedSinceRead)
 		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
@@ -707,6 +713,55 @@ func (ps *pass) providerError(op string, err error) (reconcile.Result, error) {
 	}
 	// Returning the error gives exponential backoff per cluster; it is logged in full.
 	return reconcile.Result{}, fmt.Errorf("%s %s/%s: %w", op, ps.c.Namespace, ps.c.Name, err)
+}
+
+// EventCredentialsRejected (Warning) is recorded when the provider starts rejecting a
+// cluster's credentials (once per finding, not once per retry).
+const EventCredentialsRejected = v1.ReasonCredentialsRejected
+
+// rejected reports credentials the provider refused: CredentialsValid=False/Rejected naming the
+// Secret, Ready=False, Synced=Unknown (drover cannot compare the cluster with the provider), and
+// a Warning Event when this is new. Every message is stable across retries that fail the same
+// way, so those write nothing.
+func (ps *pass) rejected(op string, err error) {
+	secret := ps.c.Namespace + "/" + ps.p.CredentialSecret(ps.c)
+	why := Sentence(stableMessage(err))
+	msg := fmt.Sprintf("The provider rejected the credentials of Secret %s: %s If the Secret holds current values, check the account, project or subscription the config names (a provider may refuse a wrong one as forbidden); drover retries with backoff.", secret, why)
+	if prev := meta.FindStatusCondition(ps.status.Conditions, CondCredentials); prev == nil || prev.Status != metav1.ConditionFalse || prev.Reason != v1.ReasonRejected || prev.Message != msg {
+		ps.event(corev1.EventTypeWarning, EventCredentialsRejected, op, "%s: the provider rejected the credentials of Secret %s: %s Put current values in the Secret (not an expired, revoked or mistyped key or client secret) for the account, project or subscription the config names: until then drover can neither read nor change the cluster, and retries with backoff.", op, secret, why)
+	}
+	ps.setCondition(CondCredentials, metav1.ConditionFalse, v1.ReasonRejected, msg)
+	ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCredentialsInvalid, "See the CredentialsValid condition.")
+	ps.cannotCompare(v1.ReasonCredentialsRejected, "the provider rejects the credentials of Secret "+secret+" (see CredentialsValid)")
+}
+
+// cannotCompare sets Synced=Unknown: the provider cannot be read, so whether the cluster matches
+// the config is not known. The message gives the last successful read (stable across retries);
+// the next successful refresh sets Synced again.
+func (ps *pass) cannotCompare(reason, why string) {
+	since := "drover has never read the cluster at the provider"
+	if t := ps.status.LastRefreshTime; t != nil {
+		since = "drover cannot compare the cluster with the provider since its last successful read at " + t.UTC().Format(time.RFC3339)
+	}
+	ps.setCondition(CondSynced, metav1.ConditionUnknown, reason, since+": "+why+".")
+}
+
+// readAgain: the provider was read, so a Synced=Unknown of a pass that could not read it no
+// longer holds; the rest of the pass sets Synced from what it finds.
+func (ps *pass) readAgain() {
+	if sc := meta.FindStatusCondition(ps.status.Conditions, CondSynced); sc != nil && sc.Status == metav1.ConditionUnknown {
+		meta.RemoveStatusCondition(&ps.status.Conditions, CondSynced)
+	}
+}
+
+// Sentence is msg ending in exactly one period (provider messages come with or without one),
+// for messages that go on after it.
+func Sentence(msg string) string {
+	msg = strings.TrimRight(strings.TrimSpace(msg), ".")
+	if msg == "" {
+		return msg
+	}
+	return msg + "."
 }
 
 // msgChangedSinceRead is the Synced message of a write refused with 412 (ErrChangedSinceRead).

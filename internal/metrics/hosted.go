@@ -18,6 +18,13 @@ var (
 	HostedClusters = NewTracker(namespace+"_hosted_clusters",
 		"Hosted Clusters by provider and phase.", "provider", "phase")
 
+	// HostedCredentials counts hosted Clusters by provider and the state of their cloud
+	// credentials (valid, rejected, unusable, unknown) and the CredentialsValid condition's
+	// reason. Kept by the hosted-cluster reconciler (internal/hosted.CredentialsState).
+	HostedCredentials = NewTracker(namespace+"_hosted_credentials",
+		"Hosted Clusters by provider, credentials state (valid, rejected, unusable, unknown) and the CredentialsValid condition's reason.",
+		"provider", "state", "reason")
+
 	// HostedChanges counts what a sync found at the provider, by provider and kind:
 	// "conflict" (a field changed both in drover and at the provider: drover's value wins),
 	// "adoption" (a console/Terraform change adopted into the config), "drift_revert" (a
@@ -62,7 +69,7 @@ const (
 )
 
 func init() {
-	register(HostedClusters, HostedChanges, CloudAPIRequests, RefreshDuration, RefreshAge, HostedFleet)
+	register(HostedClusters, HostedCredentials, HostedChanges, CloudAPIRequests, RefreshDuration, RefreshAge, HostedFleet)
 }
 
 // ObserveCloudRequest counts one request of provider's SDK and its outcome.

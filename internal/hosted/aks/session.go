@@ -65,7 +65,7 @@ func classify(op string, err error) error {
 		case af.RawResponse != nil && af.RawResponse.StatusCode >= 500, af.RawResponse == nil:
 			return fmt.Errorf("%s: token: %w", op, err) // transient: retried with backoff
 		}
-		return fmt.Errorf("%w: %s: %w", hosted.ErrCredentials, op, err)
+		return fmt.Errorf("%w: %w", hosted.ErrCredentials, tokenError(op, af))
 	}
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) {
@@ -91,6 +91,72 @@ func classify(op string, err error) error {
 		return &hosted.FieldError{Field: "aksConfig", Reason: v1.ReasonRejectedByAKS, Message: code + ": " + msg}
 	}
 	return pe
+}
+
+// tokenError is the ProviderError of a token request Microsoft Entra ID refused: its OAuth
+// error code and the first line of its description (the AADSTS code and text; the lines after
+// it are a trace ID, a correlation ID and a timestamp that differ on every call), and which key
+// of the credential Secret to check. The SDK's error text (the request line, the whole response
+// body) stays in Err, for the log.
+func tokenError(op string, af *azidentity.AuthenticationFailedError) *hosted.ProviderError {
+	var body struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+		Codes       []int  `json:"error_codes"`
+	}
+	if af.RawResponse != nil {
+		if b, err := azruntime.Payload(af.RawResponse); err == nil {
+			_ = json.Unmarshal(b, &body)
+		}
+	}
+	code, msg := body.Error, firstLine(body.Description)
+	if code == "" {
+		code = "token"
+		if af.RawResponse != nil {
+			code = fmt.Sprintf("token %d", af.RawResponse.StatusCode)
+		}
+	}
+	if msg == "" && af.RawResponse != nil {
+		msg = http.StatusText(af.RawResponse.StatusCode)
+	}
+	if key := aadKey(body.Codes, msg); key != "" {
+		msg = hosted.Sentence(msg) + " Check the Secret's key " + key + "."
+	}
+	return &hosted.ProviderError{Op: op, Code: code, Message: msg, Err: af}
+}
+
+// firstLine is s up to its first line break, trimmed.
+func firstLine(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+// aadKeys name the credential Secret's key an Entra ID error code points at.
+var aadKeys = map[int]string{
+	7000215: KeyClientSecret, // invalid client secret
+	7000222: KeyClientSecret, // the client secret expired
+	7000216: KeyClientSecret, // no client secret sent
+	700016:  KeyClientID,     // no such application in the tenant
+	700027:  KeyClientID,     // client assertion for another application
+	90002:   KeyTenantID,     // no such tenant
+	900023:  KeyTenantID,     // malformed tenant identifier
+}
+
+// aadKey is the Secret key an Entra ID error is about: by its error_codes, or the AADSTS code
+// at the start of the message.
+func aadKey(codes []int, msg string) string {
+	for _, c := range codes {
+		if k, ok := aadKeys[c]; ok {
+			return k
+		}
+	}
+	var n int
+	if _, err := fmt.Sscanf(msg, "AADSTS%d:", &n); err == nil {
+		return aadKeys[n]
+	}
+	return ""
 }
 
 // armMessage is the message of an ARM error body ({"error":{"code","message"}}).

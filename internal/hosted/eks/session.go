@@ -55,6 +55,9 @@ func classify(op string, err error) error {
 	pe := &hosted.ProviderError{Op: op, Code: ae.ErrorCode(), Message: ae.ErrorMessage(), Err: err}
 	switch ae.ErrorCode() {
 	case "UnrecognizedClientException", "InvalidSignatureException", "AccessDeniedException", "MissingAuthenticationTokenException", "ExpiredTokenException", "InvalidClientTokenId":
+		if key := credentialKeys[ae.ErrorCode()]; key != "" {
+			pe.Message = hosted.Sentence(pe.Message) + " Check the Secret's key " + key + "."
+		}
 		return fmt.Errorf("%w: %w", hosted.ErrCredentials, pe)
 	case "ThrottlingException", "TooManyRequestsException":
 		return fmt.Errorf("%w: %w", hosted.ErrThrottled, pe)
@@ -64,6 +67,14 @@ func classify(op string, err error) error {
 		return &hosted.FieldError{Field: "eksConfig", Reason: v1.ReasonRejectedByEKS, Message: ae.ErrorMessage()}
 	}
 	return pe
+}
+
+// credentialKeys name the credential Secret's key an AWS authentication error points at.
+var credentialKeys = map[string]string{
+	"UnrecognizedClientException": KeyAccessKeyID,     // no such access key
+	"InvalidClientTokenId":        KeyAccessKeyID,     // no such access key
+	"InvalidSignatureException":   KeySecretAccessKey, // the key's secret does not match
+	"ExpiredTokenException":       KeySessionToken,    // temporary credentials expired
 }
 
 func isNotFound(err error) bool {

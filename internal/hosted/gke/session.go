@@ -143,7 +143,7 @@ func classify(op string, err error) error {
 		if ae.Response != nil && ae.Response.StatusCode >= 500 {
 			return fmt.Errorf("%s: token exchange: %w", op, err)
 		}
-		return fmt.Errorf("%w: %s: %w", hosted.ErrCredentials, op, err)
+		return fmt.Errorf("%w: %w", hosted.ErrCredentials, tokenError(op, ae))
 	}
 	var ge *googleapi.Error
 	if !errors.As(err, &ge) {
@@ -176,6 +176,33 @@ func classify(op string, err error) error {
 		return &hosted.FieldError{Field: "gkeConfig", Reason: v1.ReasonRejectedByGKE, Message: op + ": " + ge.Message}
 	}
 	return pe
+}
+
+// tokenError is the ProviderError of a token exchange Google refused: its OAuth error code and
+// the first line of its description, never the SDK's text (a multi-line dump of the response
+// body), so the condition is one stable line.
+func tokenError(op string, ae *auth.Error) *hosted.ProviderError {
+	var body struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	_ = json.Unmarshal(ae.Body, &body)
+	code, msg := body.Error, body.Description
+	if i := strings.IndexAny(msg, "\r\n"); i >= 0 {
+		msg = msg[:i]
+	}
+	msg = strings.TrimSpace(msg)
+	if code == "" {
+		code = "token"
+		if ae.Response != nil {
+			code = fmt.Sprintf("token %d", ae.Response.StatusCode)
+		}
+	}
+	if msg == "" && ae.Response != nil {
+		msg = http.StatusText(ae.Response.StatusCode)
+	}
+	msg = hosted.Sentence(msg) + " Check the Secret's key " + KeyServiceAccountJSON + " (a deleted or disabled key, or another service account's)."
+	return &hosted.ProviderError{Op: op, Code: code, Message: strings.TrimSpace(msg), Err: ae}
 }
 
 // grpcStatus is the google.rpc.Code name of a REST error body ("FAILED_PRECONDITION").

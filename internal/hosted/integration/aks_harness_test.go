@@ -246,3 +246,10 @@ func (e *aksEnv) edit(name string, f func(*v1.AKSClusterConfig)) {
 	e.t.Helper()
 	e.editCluster(name, func(c *v1.Cluster) { f(c.Spec.AKSConfig) })
 }
+
+func (h *aksHarness) credentialData(_ *testing.T, wrong bool) (map[string]string, string) {
+	if wrong {
+		return h.secretData(wrongSecretValue), aks.KeyClientSecret
+	}
+	return h.secretData(aksSecret), aks.KeyClientSecret
+}

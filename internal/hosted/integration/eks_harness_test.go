@@ -128,3 +128,11 @@ func created(name string) *v1.Cluster {
 }
 
 func (h *eksHarness) faults() *simcore.Faults { return h.sim.Faults() }
+
+func (h *eksHarness) credentialData(_ *testing.T, wrong bool) (map[string]string, string) {
+	secret := sim.DefaultSecretAccessKey
+	if wrong {
+		secret = wrongSecretValue
+	}
+	return map[string]string{eks.KeyAccessKeyID: sim.DefaultAccessKeyID, eks.KeySecretAccessKey: secret, eks.KeyEndpoint: h.url}, eks.KeySecretAccessKey
+}

@@ -1,6 +1,11 @@
 package integration
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"testing"
@@ -209,4 +214,29 @@ func (h *gkeHarness) mutations() map[string]int64 {
 		}
 	}
 	return out
+}
+
+// credentialData: the wrong key file is drover's, its private key replaced by another one (a
+// key pasted from elsewhere): its signature does not verify.
+func (h *gkeHarness) credentialData(t *testing.T, wrong bool) (map[string]string, string) {
+	key := h.key
+	if wrong {
+		var file map[string]any
+		if err := json.Unmarshal(h.key, &file); err != nil {
+			t.Fatal(err)
+		}
+		other, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			t.Fatal(err)
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file["private_key"] = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+		if key, err = json.Marshal(file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return map[string]string{gke.KeyServiceAccountJSON: string(key), gke.KeyEndpoint: h.sim.URL}, gke.KeyServiceAccountJSON
 }

@@ -31,6 +31,9 @@ type harness interface {
 	setCfgTag(c *v1.Cluster, key, value string)
 	cfgSize(c *v1.Cluster) int32
 	setCfgSize(c *v1.Cluster, size int32)
+	// credentialData is the Secret "cred"'s data; with wrong, one key holds a value the
+	// provider rejects (as a rotation gone wrong leaves it), and key names it.
+	credentialData(t *testing.T, wrong bool) (data map[string]string, key string)
 }
 
 // harnesses holds a constructor per provider; each provider's harness file registers itself.

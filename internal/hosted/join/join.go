@@ -532,14 +532,14 @@ func (ps *pass) writeCredentials(ctx context.Context, now time.Time) (res reconc
 		ps.set(v1.ConditionJoined, false, v1.ReasonEndpointPrivate, privateMessage(ps.p.Name()))
 		return reconcile.Result{RequeueAfter: r.PrivateRetryInterval}, false, nil
 	case errors.Is(err, access.ErrNotReady):
-		ps.set(v1.ConditionJoined, false, v1.ReasonWaitingForCluster, "The provider reports no API endpoint for the cluster yet: "+hosted.StableMessage(err)+".")
+		ps.set(v1.ConditionJoined, false, v1.ReasonWaitingForCluster, msgNotReady(err))
 		return reconcile.Result{RequeueAfter: r.RetryInterval}, false, nil
 	case errors.As(err, &fe):
 		ps.set(v1.ConditionJoined, false, v1.ReasonCredentialsUnavailable, fmt.Sprintf("%s: %s", fe.Field, fe.Message))
 		return reconcile.Result{RequeueAfter: r.RetryInterval}, false, nil
 	default:
 		log.Info("Getting credentials for the cluster's API failed", "error", err)
-		ps.set(v1.ConditionJoined, false, v1.ReasonCredentialsUnavailable, "The provider gave drover no credentials for the cluster's API: "+hosted.StableMessage(err)+". drover tries again with backoff.")
+		ps.set(v1.ConditionJoined, false, v1.ReasonCredentialsUnavailable, msgNoCredentials(err))
 		return reconcile.Result{}, false, fmt.Errorf("credentials for %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	if perr := ps.probe(ctx, creds); perr != nil {
@@ -598,7 +598,7 @@ func (ps *pass) probeFailed(ctx context.Context, secret *corev1.Secret, perr err
 	log := ctrl.LoggerFrom(ctx)
 	if !apierrors.IsUnauthorized(perr) {
 		log.Info("The cluster's API server cannot be reached", "error", perr)
-		ps.set(v1.ConditionJoined, false, v1.ReasonUnreachable, "drover cannot reach the cluster's API server: "+hosted.StableMessage(perr)+". drover tries again in a minute.")
+		ps.set(v1.ConditionJoined, false, v1.ReasonUnreachable, msgUnreachable(perr))
 		return reconcile.Result{RequeueAfter: r.RetryInterval}, false, nil
 	}
 	if chk, ok := p.(AccessChecker); ok {
@@ -900,4 +900,19 @@ func (ps *pass) removeAgent(ctx context.Context) error {
 	}
 	ctrl.LoggerFrom(ctx).Info("Removed the agent from the cluster", "agentNamespace", agentNS)
 	return nil
+}
+
+// The Joined messages that quote a provider's or API server's error go on after it: the error
+// ends in exactly one period whether or not its text had one (no "for details.. drover tries").
+
+func msgNotReady(err error) string {
+	return "The provider reports no API endpoint for the cluster yet: " + hosted.Sentence(hosted.StableMessage(err))
+}
+
+func msgNoCredentials(err error) string {
+	return "The provider gave drover no credentials for the cluster's API: " + hosted.Sentence(hosted.StableMessage(err)) + " drover tries again with backoff."
+}
+
+func msgUnreachable(err error) string {
+	return "drover cannot reach the cluster's API server: " + hosted.Sentence(hosted.StableMessage(err)) + " drover tries again in a minute."
 }
