@@ -70,6 +70,10 @@ type Reconciler struct {
 	// ReaderWindow is the time window of the Roles that let import identities read their
 	// answers (default 10m): a window's Roles are deleted AnswerTTL after it ends.
 	ReaderWindow time.Duration
+	// RefusedTTL is how long a refused registration is kept (default 1h, twice an agent's wait
+	// for its answer, after which the agent registers anew): deleting it removes its answer
+	// Secret, so registrations refused by the thousand do not pile up.
+	RefusedTTL time.Duration
 	// RenewalTokenTTL is the lifetime of the renewal identity's token issued with every grant
 	// (default 30 days; the agent renews it while it is online). An agent offline for longer
 	// needs a new bootstrap.
@@ -103,6 +107,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	if r.ReaderWindow == 0 {
 		r.ReaderWindow = 10 * time.Minute
+	}
+	if r.RefusedTTL == 0 {
+		r.RefusedTTL = time.Hour
 	}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &fleetv1alpha1.Cluster{}, ClientIDIndex, func(o client.Object) []string {
@@ -224,6 +231,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if err := r.answerRefusal(ctx, cr, importSA, reason, msg); err != nil {
 				return ctrl.Result{}, err
 			}
+			before.Finalizers = cr.Finalizers
+			before.ResourceVersion = cr.ResourceVersion
 		}
 		kube.SetCondition(&cr.Status.Conditions, cr.Generation, fleetv1alpha1.ConditionGranted, false, reason, msg)
 		if err := kube.PatchStatus(ctx, r.Client, cr, before); err != nil {
@@ -233,8 +242,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Once per finding, not once per pass.
 			metrics.Registrations.WithLabelValues("denied", reason).Inc()
 			r.event(cr, nil, corev1.EventTypeWarning, fleetv1alpha1.EventRegistrationDenied, "Register", "%s: %s", reason, msg)
+			ctrl.LoggerFrom(ctx).Info("Registration refused", "reason", reason, "message", msg)
 		}
-		return ctrl.Result{}, reconcile.TerminalError(errors.New(msg))
+		// Kept for RefusedTTL (a token's raised limit, say, grants it meanwhile), then deleted.
+		since := meta.FindStatusCondition(cr.Status.Conditions, fleetv1alpha1.ConditionGranted).LastTransitionTime.Time
+		if left := time.Until(since.Add(r.RefusedTTL)); left > 0 {
+			return ctrl.Result{RequeueAfter: left}, nil
+		}
+		ctrl.LoggerFrom(ctx).Info("Deleting a registration refused for longer than its TTL", "refusedTTL", r.RefusedTTL.String())
+		return ctrl.Result{}, kube.Delete(ctx, r.Client, cr)
 	}
 	if msg := validateLabels(cr.Spec.ClusterLabels); msg != "" {
 		return deny(fleetv1alpha1.ReasonReservedLabel, msg)
@@ -302,12 +318,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		before = cr.DeepCopy()
 	}
-	// Let the import identity watch its answer now: the agent's watch is then in place when the
-	// secret is written, and it stops retrying (each retry is a request to the API server).
-	if err := r.applyReader(ctx, cr, importSA); err != nil {
-		return ctrl.Result{}, err
-	}
-
 	cluster := renewal
 	if cluster == nil {
 		if cluster, err = r.findOrCreateCluster(ctx, cr, existing, tok); err != nil {
@@ -333,7 +343,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("create cluster namespace: %w", err)
 		}
 	}
-	if err := r.grant(ctx, cr, cluster, renewal != nil); err != nil {
+	if err := r.grant(ctx, cr, cluster, importSA, renewal != nil); err != nil {
+		var denied deniedError
+		if errors.As(err, &denied) {
+			return deny(denied.reason, denied.msg)
+		}
 		return ctrl.Result{}, err
 	}
 	// The agent has its answer and can list its BundleDeployments. The rest (its right to
@@ -487,6 +501,17 @@ func (r *Reconciler) deleteAnswer(ctx context.Context, cr *fleetv1alpha1.Cluster
 	byReg := client.MatchingLabels{fleetv1alpha1.RegistrationLabel: cr.Name, fleetv1alpha1.ClusterNamespaceLabel: cr.Namespace}
 	if err := r.Client.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(fleetv1alpha1.SystemRegistrationNamespace), byReg); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete registration secret of %s: %w", cr.Name, err)
+	}
+	// By name too (a renewal's answer is labelled with its Cluster's workspace), if it is cr's.
+	s := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: fleetv1alpha1.SystemRegistrationNamespace, Name: answerName(cr)}, s)
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("get registration secret of %s: %w", cr.Name, err)
+	}
+	if err == nil && s.Annotations[answerOwnerAnnotation] == string(cr.UID) {
+		if err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete registration secret of %s: %w", cr.Name, err)
+		}
 	}
 	return r.sweepReaders(ctx, cr)
 }
@@ -847,19 +872,61 @@ func (r *Reconciler) answerRefusal(ctx context.Context, cr *fleetv1alpha1.Cluste
 		}
 		importSA = sa
 	}
-	if err := r.applyReader(ctx, cr, importSA); err != nil {
-		return err
+	// The finalizer first: deleting the registration (RefusedTTL, or by hand) deletes its answer.
+	orig := cr.DeepCopy()
+	if controllerutil.AddFinalizer(cr, finalizer) {
+		if err := r.Client.Patch(ctx, cr, client.MergeFrom(orig)); err != nil {
+			return fmt.Errorf("add finalizer: %w", err)
+		}
 	}
 	labels := map[string]string{fleetv1alpha1.RegistrationLabel: cr.Name, fleetv1alpha1.ClusterNamespaceLabel: cr.Namespace, fleetv1alpha1.TokenLabel: tokenOf(cr)}
-	secret := kube.Secret(fleetv1alpha1.SystemRegistrationNamespace, answerName(cr), fleetv1alpha1.SecretTypeAgentCredential, labels, map[string][]byte{
+	owned, err := r.claimAnswer(ctx, cr, labels, map[string][]byte{
 		fleetv1alpha1.KeyRefusedReason:  []byte(reason),
 		fleetv1alpha1.KeyRefusedMessage: []byte(msg),
 	})
-	// Applied, so that the grant's apply (same field manager) removes the refusal's keys.
-	if err := kube.Apply(ctx, r.Client, secret); err != nil {
-		return fmt.Errorf("answer refusal of %s: %w", cr.Name, err)
+	if err != nil || !owned {
+		return err // another registration's answer: nothing to say to this one there
 	}
-	return nil
+	return r.applyReader(ctx, cr, importSA)
+}
+
+// answerOwnerAnnotation on an answer Secret is the UID of the registration it answers.
+const answerOwnerAnnotation = fleetv1alpha1.LabelPrefix + "answers"
+
+// claimAnswer writes data into cr's answer Secret: it creates it, or replaces the data of the
+// one cr already owns. It writes nothing and returns false when the name answers another
+// registration. A name is a function of the clientID and clientRandom, which whoever may list
+// registrations can read: a registration repeating another's must get neither its answer nor
+// the right to read it.
+func (r *Reconciler) claimAnswer(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, labels map[string]string, data map[string][]byte) (bool, error) {
+	key := client.ObjectKey{Namespace: fleetv1alpha1.SystemRegistrationNamespace, Name: answerName(cr)}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: kube.ManagedLabels(labels),
+		Annotations: map[string]string{answerOwnerAnnotation: string(cr.UID)}}, Type: fleetv1alpha1.SecretTypeAgentCredential, Data: data}
+	err := r.Client.Create(ctx, s, client.FieldOwner(kube.FieldOwner))
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return false, fmt.Errorf("create registration secret %s: %w", key.Name, err)
+		}
+		return true, nil
+	}
+	cur := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, key, cur); err != nil {
+		return false, fmt.Errorf("get registration secret %s: %w", key.Name, err)
+	}
+	if cur.Annotations[answerOwnerAnnotation] != string(cr.UID) {
+		return false, nil
+	}
+	cur.Labels, cur.Data = s.Labels, data
+	if err := r.Client.Update(ctx, cur, client.FieldOwner(kube.FieldOwner)); err != nil {
+		return false, fmt.Errorf("update registration secret %s: %w", key.Name, err)
+	}
+	return true, nil
+}
+
+// answerConflict refuses a registration whose answer's name another registration holds.
+func answerConflict(name string) error {
+	return deniedError{fleetv1alpha1.ReasonSecretNameConflict, fmt.Sprintf(
+		"Registration secret %s already answers another registration with the same clientID and clientRandom: register again (the agent picks a new clientRandom)", name)}
 }
 
 // applyReader lets the import identity get and watch the one registration secret answering cr.
@@ -934,7 +1001,7 @@ func (r *Reconciler) sweepReaders(ctx context.Context, cr *fleetv1alpha1.Cluster
 
 // grant creates the request identity and its rights, and the registration secret last: once the
 // answer is readable, its rights are in place.
-func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, c *fleetv1alpha1.Cluster, renewal bool) error {
+func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistration, c *fleetv1alpha1.Cluster, importSA string, renewal bool) error {
 	ns, sa := c.Status.Namespace, cr.Name
 	labels := clusterctrl.Labels(c)
 	regLabels := clusterctrl.Labels(c)
@@ -976,7 +1043,7 @@ func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistr
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	secret := kube.Secret(fleetv1alpha1.SystemRegistrationNamespace, secretName, fleetv1alpha1.SecretTypeAgentCredential, regLabels, map[string][]byte{
+	owned, err := r.claimAnswer(ctx, cr, regLabels, map[string][]byte{
 		fleetv1alpha1.KeyToken:               []byte(token),
 		fleetv1alpha1.KeyTokenExpiry:         []byte(exp.UTC().Format(time.RFC3339)),
 		fleetv1alpha1.KeyClusterName:         []byte(c.Name),
@@ -986,8 +1053,16 @@ func (r *Reconciler) grant(ctx context.Context, cr *fleetv1alpha1.ClusterRegistr
 		fleetv1alpha1.KeyRenewalToken:        []byte(renewalToken),
 		fleetv1alpha1.KeyRenewalTokenExpiry:  []byte(renewalExp.UTC().Format(time.RFC3339)),
 	})
-	if err := kube.Create(ctx, r.Client, secret); err != nil {
-		return fmt.Errorf("create registration secret: %w", err)
+	if err != nil {
+		return err
+	}
+	if !owned {
+		return answerConflict(secretName)
+	}
+	// Only now may the identity read it: the answer is this registration's, and the rights it
+	// stands for are in place.
+	if err := r.applyReader(ctx, cr, importSA); err != nil {
+		return err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Granted registration", "Cluster", c.Name, "serviceAccount", sa, "renewal", renewal)
 	return nil

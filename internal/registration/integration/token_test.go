@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -218,7 +219,7 @@ func limitedToken(t *testing.T, ws, name string, n int32) func(clientID string) 
 		cr := &fleetv1alpha1.ClusterRegistration{ObjectMeta: metav1.ObjectMeta{Namespace: ws, GenerateName: "request-",
 			Labels:      map[string]string{fleetv1alpha1.TokenLabel: name},
 			Annotations: map[string]string{names.SecretNameAnnotation: names.SecretNameLengthPrefixed}},
-			Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: "0123456789abcdef0123"}}
+			Spec: fleetv1alpha1.ClusterRegistrationSpec{ClientID: clientID, ClientRandom: fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())}}
 		if err := imp.Create(t.Context(), cr); err != nil {
 			t.Errorf("the import identity may create registrations: %v", err) // Errorf: called from goroutines
 		}
