@@ -11,7 +11,7 @@ import (
 // proposed Bundle spec with what a cluster runs on equal terms.
 func DeploymentOptions(s *fleetv1alpha1.BundleSpec) fleetv1alpha1.BundleDeploymentOptions {
 	return fleetv1alpha1.BundleDeploymentOptions{DefaultNamespace: s.DefaultNamespace, ForceConflicts: s.ForceConflicts,
-		CorrectDrift: s.CorrectDrift, KeepResources: s.KeepResources, Diff: s.Diff.DeepCopy()}
+		CorrectDrift: s.CorrectDrift, KeepResources: s.KeepResources, Diff: s.Diff.DeepCopy(), ForceSyncGeneration: s.ForceSyncGeneration}
 }
 
 // Customization returns the first target customization of b that cluster c matches (Fleet's

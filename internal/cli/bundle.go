@@ -29,7 +29,7 @@ func newBundleCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "bundle", Short: "Deploy manifests to the clusters of a workspace",
 		Example: "  drover bundle apply -f ./web --selector env=prod --wait\n  drover bundle list\n  drover bundle diff web --cluster edge-1 -f ./web"}
 	cmd.AddCommand(newBundleApplyCommand(k), newBundleStatusCommand(k), newBundleListCommand(k), newBundleDeleteCommand(k),
-		newBundleDiffCommand(k),
+		newBundleDiffCommand(k), newBundleRedeployCommand(k),
 		newPauseCommand(k, bundlePause, true, fleetv1alpha1.DefaultWorkspaceNamespace,
 			"Pause Bundles' rollouts: no cluster is moved to a newer version until resumed", "  drover bundle pause web"),
 		newPauseCommand(k, bundlePause, false, fleetv1alpha1.DefaultWorkspaceNamespace,
@@ -130,6 +130,8 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 				if stillPaused {
 					b.Spec.Rollout.Paused = true
 				}
+				// A redeploy asked for (drover bundle redeploy) is not undone by applying again.
+				b.Spec.ForceSyncGeneration = cur.Spec.ForceSyncGeneration
 				cur.Spec = b.Spec
 				if err := c.Update(cmd.Context(), cur); err != nil {
 					return fmt.Errorf("update bundle: %w", err)

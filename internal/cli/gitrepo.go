@@ -21,6 +21,7 @@ func newGitRepoCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "gitrepo", Short: "Deploy from Git: every matching path of a repository becomes a Bundle",
 		Example: "  drover gitrepo add web --repo https://github.com/org/deploy --branch main --paths 'apps/*' --selector env=prod --wait\n  drover gitrepo list"}
 	cmd.AddCommand(newGitRepoAddCommand(k), newGitRepoListCommand(k), newGitRepoGetCommand(k), newGitRepoDeleteCommand(k),
+		newGitRepoRedeployCommand(k),
 		newPauseCommand(k, gitRepoPause, true, fleetv1alpha1.DefaultWorkspaceNamespace,
 			"Pause GitRepos: stop fetching, so no new commit is deployed until resumed", "  drover gitrepo pause apps"),
 		newPauseCommand(k, gitRepoPause, false, fleetv1alpha1.DefaultWorkspaceNamespace,

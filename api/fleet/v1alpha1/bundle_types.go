@@ -143,6 +143,13 @@ type BundleSpec struct {
 	// KeepResources leaves applied resources downstream when a cluster stops being targeted.
 	// +optional
 	KeepResources bool `json:"keepResources,omitempty"`
+	// ForceSyncGeneration, when changed (drover bundle redeploy increments it), re-applies
+	// every resource on every targeted cluster: deleted ones are created again and fields
+	// changed downstream are set back, taking them over from whoever changed them, once
+	// (correctDrift does it on every drift). It is a new version: the rollout settings apply.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ForceSyncGeneration int64 `json:"forceSyncGeneration,omitempty"`
 	// Rollout limits how updates reach clusters.
 	// +optional
 	Rollout BundleRollout `json:"rollout,omitempty"`

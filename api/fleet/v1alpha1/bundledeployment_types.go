@@ -24,6 +24,12 @@ type BundleDeploymentOptions struct {
 	// Diff says which downstream differences are not drift (the Bundle's spec.diff).
 	// +optional
 	Diff *BundleDiff `json:"diff,omitempty"`
+	// ForceSyncGeneration is the Bundle's spec.forceSyncGeneration: while it differs from
+	// status.appliedSyncGeneration the agent re-applies every resource, taking over fields
+	// changed downstream, as with correctDrift, once.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ForceSyncGeneration int64 `json:"forceSyncGeneration,omitempty"`
 }
 
 // ContentReference names the BundleContent holding a BundleDeployment's manifests.
@@ -77,6 +83,9 @@ type BundleDeploymentStatus struct {
 	// AppliedDeploymentID is the deploymentID last applied successfully.
 	// +optional
 	AppliedDeploymentID string `json:"appliedDeploymentID,omitempty"`
+	// AppliedSyncGeneration is the spec.options.forceSyncGeneration of that apply.
+	// +optional
+	AppliedSyncGeneration int64 `json:"appliedSyncGeneration,omitempty"`
 	// Ready is true when every resource of the applied deployment exists downstream and is
 	// ready by kstatus' rules: Deployments, StatefulSets and DaemonSets rolled out and
 	// available, Jobs complete, Pods ready, custom resources with a Ready condition True, no

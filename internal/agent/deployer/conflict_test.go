@@ -60,7 +60,7 @@ func TestApplyConflictSaysHowToTakeFieldsBack(t *testing.T) {
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != fleetv1alpha1.ReasonApplyFailed {
 		t.Fatalf("Applied %+v, want False/%s", c, fleetv1alpha1.ReasonApplyFailed)
 	}
-	hint := "another field manager changed these fields on the cluster: set correctDrift (drover bundle apply --correct-drift) or forceConflicts (--force-conflicts) on the Bundle to take them back"
+	hint := "another field manager changed these fields on the cluster: set correctDrift (drover bundle apply --correct-drift) or forceConflicts (--force-conflicts) on the Bundle to take them back, or take them back once (drover bundle redeploy)"
 	for _, want := range []string{"ConfigMap " + ns + "/settings: ", `conflict with "kubectl-patch"`, ".data.color; " + hint} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("Applied message %q lacks %q", c.Message, want)

@@ -185,7 +185,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	want := map[key]bool{}
 	var failed error
 	var unknown []string // kinds the cluster does not serve (yet)
-	force := bd.Spec.Options.ForceConflicts || bd.Spec.Options.CorrectDrift
+	force := bd.Spec.Options.ForceConflicts || bd.Spec.Options.CorrectDrift || forcedSync(bd)
 	// CRDs and Namespaces first, so that the custom resources and namespaced objects of the
 	// same bundle can be resolved and applied in the same pass.
 	// A retry after UnknownKind does not wait again: a CRD that never becomes established must
@@ -286,6 +286,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: failedRetry}, nil
 	}
 	bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
+	bd.Status.AppliedSyncGeneration = bd.Spec.Options.ForceSyncGeneration
 	setCond(bd, fleetv1alpha1.ConditionApplied, true, fleetv1alpha1.ReasonSucceeded, fmt.Sprintf("Applied %d resources", len(states)))
 	setCond(bd, fleetv1alpha1.ConditionReady, true, fleetv1alpha1.ReasonSucceeded, "All resources exist")
 	next := r.DriftInterval
@@ -665,7 +666,7 @@ func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployme
 // the manifest sets (someone changed them downstream, kubectl patch or edit say): an apply
 // without force leaves them to that manager.
 const conflictHint = "another field manager changed these fields on the cluster: set correctDrift " +
-	"(drover bundle apply --correct-drift) or forceConflicts (--force-conflicts) on the Bundle to take them back"
+	"(drover bundle apply --correct-drift) or forceConflicts (--force-conflicts) on the Bundle to take them back, or take them back once (drover bundle redeploy)"
 
 // fieldConflict says whether err is a server-side apply refused for field manager conflicts.
 func fieldConflict(err error) bool {
@@ -981,6 +982,13 @@ func (r *Reconciler) sweep(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// forcedSync says whether bd asks for a forced re-apply not done yet (drover bundle redeploy):
+// every resource is applied taking over fields changed downstream, once. Not on a cluster's
+// first apply: a cluster that joins later is not forced over objects someone else manages.
+func forcedSync(bd *fleetv1alpha1.BundleDeployment) bool {
+	return bd.Status.AppliedDeploymentID != "" && bd.Spec.Options.ForceSyncGeneration != bd.Status.AppliedSyncGeneration
 }
 
 func setCond(bd *fleetv1alpha1.BundleDeployment, typ string, ok bool, reason, msg string) {

@@ -195,6 +195,7 @@ func (r *Reconciler) reconcileHelm(ctx context.Context, bd, before *fleetv1alpha
 	}
 	bd.Status.Resources = states
 	bd.Status.AppliedDeploymentID, bd.Status.Ready, bd.Status.NonModified = bd.Spec.DeploymentID, true, true
+	bd.Status.AppliedSyncGeneration = bd.Spec.Options.ForceSyncGeneration
 	setCond(bd, fleetv1alpha1.ConditionApplied, true, fleetv1alpha1.ReasonSucceeded,
 		fmt.Sprintf("Helm release %s revision %d deployed (%d resources)", rel, deployed.Version(), len(states)))
 	setCond(bd, fleetv1alpha1.ConditionReady, true, fleetv1alpha1.ReasonSucceeded, "All resources exist")
@@ -246,7 +247,7 @@ func (r *Reconciler) helmDeploy(ctx context.Context, bd *fleetv1alpha1.BundleDep
 		up := action.NewUpgrade(cfg)
 		up.Namespace, up.WaitStrategy, up.Timeout, up.MaxHistory = rel.namespace, kube.HookOnlyStrategy, helmTimeout, helmMaxHistory
 		up.Labels = label
-		up.ForceConflicts = bd.Spec.Options.ForceConflicts || bd.Spec.Options.CorrectDrift
+		up.ForceConflicts = bd.Spec.Options.ForceConflicts || bd.Spec.Options.CorrectDrift || forcedSync(bd)
 		out, err = up.RunWithContext(ctx, rel.name, ch, values)
 	} else {
 		in := action.NewInstall(cfg)
@@ -254,7 +255,7 @@ func (r *Reconciler) helmDeploy(ctx context.Context, bd *fleetv1alpha1.BundleDep
 		in.Replace = len(history) > 0
 		in.WaitStrategy, in.Timeout = kube.HookOnlyStrategy, helmTimeout
 		in.Labels = label
-		in.ForceConflicts = bd.Spec.Options.ForceConflicts || bd.Spec.Options.CorrectDrift
+		in.ForceConflicts = bd.Spec.Options.ForceConflicts || bd.Spec.Options.CorrectDrift || forcedSync(bd)
 		out, err = in.RunWithContext(ctx, ch, values)
 	}
 	if err != nil {

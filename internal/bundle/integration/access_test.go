@@ -172,3 +172,90 @@ func TestBundleCLI(t *testing.T) {
 		return nil
 	})
 }
+
+// TestBundleRedeploy: `drover bundle redeploy` re-applies a Bundle whose resources were changed
+// (by another field manager, which plain re-applying would conflict with) and deleted
+// downstream, once, without correctDrift; applying the Bundle again keeps the redeploy count.
+func TestBundleRedeploy(t *testing.T) {
+	ctx := t.Context()
+	dir := filepath.Join(t.TempDir(), unique("redeploy"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(dir)
+	manifests := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "-a\ndata:\n  color: blue\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "-b\ndata:\n  k: v\n"
+	if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte(manifests), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := local.Kubeconfig(mgmt.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcPath := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		cmd := cli.NewRootCommand()
+		cmd.SetOut(&out)
+		cmd.SetArgs(append(append([]string{"bundle"}, args...), "--kubeconfig", kcPath))
+		if err := cmd.ExecuteContext(ctx); err != nil {
+			t.Fatalf("drover bundle %v: %v\n%s", args, err, out.String())
+		}
+		return out.String()
+	}
+	run("apply", "-f", dir, "--cluster", plainName, "--default-namespace", "default", "--wait", "--timeout", "60s")
+	t.Cleanup(func() {
+		_ = mgmt.Client.Delete(context.Background(), &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name}})
+	})
+	// Someone edits one (another field manager takes the field) and deletes the other.
+	a := &corev1.ConfigMap{}
+	if err := plain.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name + "-a"}, a); err != nil {
+		t.Fatal(err)
+	}
+	a.Data["color"] = "red"
+	if err := plain.Client.Update(ctx, a, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-b"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitBundle(t, &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name}}, 30*time.Second, func(b *fleetv1alpha1.Bundle) error {
+		if b.Status.Summary.Modified != 1 {
+			return fmt.Errorf("summary %+v, want the drift seen", b.Status.Summary)
+		}
+		return nil
+	})
+
+	if out := run("redeploy", name, "--wait", "--timeout", "60s"); !strings.Contains(out, "bundle.fleet.drover.io/"+name+" redeploying") {
+		t.Fatalf("redeploy: %s", out)
+	}
+	eventually(t, 30*time.Second, func() error {
+		if err := plain.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name + "-a"}, a); err != nil {
+			return err
+		}
+		if a.Data["color"] != "blue" {
+			return fmt.Errorf("color %q, want blue again", a.Data["color"])
+		}
+		return plain.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name + "-b"}, &corev1.ConfigMap{})
+	})
+	bd, err := bundleDeployment(t, plainName, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bd.Spec.Options.CorrectDrift || bd.Status.AppliedSyncGeneration != 1 || !bd.Status.NonModified {
+		t.Errorf("after the redeploy: correctDrift %v, appliedSyncGeneration %d, nonModified %v; want false, 1, true",
+			bd.Spec.Options.CorrectDrift, bd.Status.AppliedSyncGeneration, bd.Status.NonModified)
+	}
+	run("apply", "-f", dir, "--name", name, "--cluster", plainName, "--default-namespace", "default")
+	b := &fleetv1alpha1.Bundle{}
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: name}, b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Spec.ForceSyncGeneration != 1 {
+		t.Errorf("spec.forceSyncGeneration %d after applying again, want 1 kept", b.Spec.ForceSyncGeneration)
+	}
+}

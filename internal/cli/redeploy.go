@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+)
+
+// redeployEffect is what a redeploy does, printed after it.
+const redeployEffect = "every targeted cluster re-applies its resources, re-creating deleted ones and setting back fields changed downstream (within the rollout settings)"
+
+func newBundleRedeployCommand(k *kubeOptions) *cobra.Command {
+	var w waitFlags
+	cmd := &cobra.Command{
+		Use:   "redeploy NAME...",
+		Short: "Re-apply Bundles on every targeted cluster now, undoing changes made downstream (Fleet's force update)",
+		Long: "Increments the Bundles' spec.forceSyncGeneration: each targeted cluster's agent applies every resource again, " +
+			"creating deleted ones and taking back fields someone changed downstream, once (spec.correctDrift does it on every drift). " +
+			"It is a new version of the Bundle: paused rollouts and maxUnavailable apply.",
+		Example:           "  drover bundle redeploy web --wait",
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeNames(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.BundleList{}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := bundleClient(k)
+			if err != nil {
+				return err
+			}
+			for _, name := range args {
+				if err := redeploy(cmd.Context(), c, client.ObjectKey{Namespace: ns, Name: name}); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "bundle.fleet.drover.io/%s redeploying: %s\n", name, redeployEffect)
+			}
+			if !w.wait {
+				return nil
+			}
+			for _, name := range args {
+				key := client.ObjectKey{Namespace: ns, Name: name}
+				if err := waitUntil(cmd.Context(), cmd.OutOrStdout(), "bundle "+ns+"/"+name, w.timeout, bundleReady(c, key)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	w.add(cmd, "every targeted cluster is ready", 10*time.Minute)
+	return cmd
+}
+
+func newGitRepoRedeployCommand(k *kubeOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:               "redeploy NAME",
+		Short:             "Re-apply every Bundle of a GitRepo on its clusters now, undoing changes made downstream",
+		Example:           "  drover gitrepo redeploy apps",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.GitRepoList{}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := bundleClient(k)
+			if err != nil {
+				return err
+			}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, &fleetv1alpha1.GitRepo{}); err != nil {
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("gitrepo %q not found in namespace %s", args[0], ns)
+				}
+				return fmt.Errorf("get gitrepo %s/%s: %w", ns, args[0], err)
+			}
+			var bundles fleetv1alpha1.BundleList
+			if err := c.List(cmd.Context(), &bundles, client.InNamespace(ns), client.MatchingLabels{fleetv1alpha1.GitRepoNameLabel: args[0]}); err != nil {
+				return fmt.Errorf("list the Bundles of gitrepo %s/%s: %w", ns, args[0], err)
+			}
+			if len(bundles.Items) == 0 {
+				return fmt.Errorf("gitrepo %s/%s has no Bundles yet (drover gitrepo get %s -n %s says why)", ns, args[0], args[0], ns)
+			}
+			for _, b := range bundles.Items {
+				if err := redeploy(cmd.Context(), c, client.ObjectKeyFromObject(&b)); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "gitrepo.fleet.drover.io/%s: %d Bundles redeploying: %s\n", args[0], len(bundles.Items), redeployEffect)
+			return nil
+		},
+	}
+	return cmd
+}
+
+// redeploy increments a Bundle's spec.forceSyncGeneration (optimistic lock: two redeploys at
+// once are two increments, or one fails and is retried).
+func redeploy(ctx context.Context, c client.Client, key client.ObjectKey) error {
+	for range 5 {
+		b := &fleetv1alpha1.Bundle{}
+		if err := c.Get(ctx, key, b); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("bundle %q not found in namespace %s", key.Name, key.Namespace)
+			}
+			return fmt.Errorf("get bundle %s: %w", key, err)
+		}
+		patch := client.MergeFromWithOptions(b.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		b.Spec.ForceSyncGeneration++
+		err := c.Patch(ctx, b, patch, client.FieldOwner(cliFieldManager))
+		if !apierrors.IsConflict(err) {
+			if err != nil {
+				return fmt.Errorf("redeploy bundle %s: %w", key, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("redeploy bundle %s: it kept changing; try again", key)
+}
