@@ -59,6 +59,9 @@ type Reconciler struct {
 	// last wrote the status of: a pass that reads it again from a cache that does not show
 	// that write yet has nothing to add (it wrote the namespace and status twice).
 	statusBase sync.Map
+	// futureSeen remembers, per Cluster UID, a lastSeen in the future and when it was first
+	// seen (firstSeen).
+	futureSeen sync.Map
 }
 
 // SetupWithManager registers the controller.

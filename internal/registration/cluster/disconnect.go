@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -29,8 +31,13 @@ func (r *Reconciler) connection(c *fleetv1alpha1.Cluster) time.Duration {
 		return 0
 	}
 	seen := c.Status.Agent.LastSeen.Time
+	if now := r.Now(); seen.After(now.Add(clockSkew)) {
+		// The agent writes lastSeen: one in the future must not keep its cluster connected
+		// for ever. It counts from when this controller first saw it.
+		seen = r.firstSeen(c, seen, now)
+	}
 	if wait := seen.Add(r.AgentDisconnectAfter).Sub(r.Now()); wait > 0 {
-		if e := c.Status.Agent.DownstreamError; e != "" {
+		if e := printable(c.Status.Agent.DownstreamError); e != "" {
 			kube.SetCondition(&c.Status.Conditions, c.Generation, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonDownstreamUnreachable, fmt.Sprintf(
 				"The agent checks in but cannot reach its own cluster's API server: %s. Nothing drover deploys gets there until it answers: "+
 					"check the cluster's control plane. It is Ready again at the agent's first check-in after it answers.", e))
@@ -76,4 +83,28 @@ func Disconnected(c *fleetv1alpha1.Cluster) bool {
 func Unreachable(c *fleetv1alpha1.Cluster) bool {
 	cond := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady)
 	return cond != nil && cond.Reason == fleetv1alpha1.ReasonDownstreamUnreachable
+}
+
+// clockSkew is how far in the future an agent's lastSeen may be before it is not believed.
+const clockSkew = time.Minute
+
+// firstSeen is when this controller first saw c's agent report lastSeen seen.
+func (r *Reconciler) firstSeen(c *fleetv1alpha1.Cluster, seen, now time.Time) time.Time {
+	type observation struct{ seen, at time.Time }
+	if v, ok := r.futureSeen.Load(c.UID); ok && v.(observation).seen.Equal(seen) {
+		return v.(observation).at
+	}
+	r.futureSeen.Store(c.UID, observation{seen: seen, at: now})
+	return now
+}
+
+// printable replaces control characters (terminal escape sequences among them) in text an
+// agent wrote, before drover copies it into conditions and Events that kubectl prints raw.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return '?'
+		}
+		return r
+	}, s)
 }

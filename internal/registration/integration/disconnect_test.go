@@ -129,3 +129,44 @@ func TestDownstreamUnreachableReported(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAgentReportsNotTrusted: what an agent writes into its Cluster's status cannot keep the
+// cluster connected for ever (a lastSeen in the future counts from when drover first saw it),
+// nor reach terminals as escape sequences (control characters in downstreamError are replaced
+// in the condition drover writes, which kubectl describe prints raw).
+func TestAgentReportsNotTrusted(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ws := mgmt.Namespace(t)
+	report := func(name string, agent fleetv1alpha1.AgentStatus) {
+		c := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name}}
+		if err := mgmt.Client.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		c.Status.Agent = agent
+		if err := mgmt.Client.Status().Update(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := func(name, reason string) *metav1.Condition {
+		var cond *metav1.Condition
+		eventually(t, 30*time.Second, func() error {
+			cond = conditionOf(getCluster(t, ws, name).Status.Conditions, fleetv1alpha1.ConditionReady)
+			if cond == nil || cond.Reason != reason {
+				return fmt.Errorf("Ready %+v, want reason %s", cond, reason)
+			}
+			return nil
+		})
+		return cond
+	}
+	future := metav1.NewTime(time.Now().Add(10 * 365 * 24 * time.Hour))
+	report("future", fleetv1alpha1.AgentStatus{LastSeen: &future})
+	ready("future", fleetv1alpha1.ReasonAgentDisconnected)
+
+	now := metav1.Now()
+	report("escapes", fleetv1alpha1.AgentStatus{LastSeen: &now, DownstreamError: "\x1b[2J\x1b]8;;https://evil.example\x07click\x1b]8;;\x07 refused"})
+	cond := ready("escapes", fleetv1alpha1.ReasonDownstreamUnreachable)
+	if strings.ContainsAny(cond.Message, "\x1b\x07") || !strings.Contains(cond.Message, "?[2J") {
+		t.Errorf("Ready message %q, want control characters replaced", cond.Message)
+	}
+}
