@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
 	"os"
@@ -38,6 +40,9 @@ neither $KUBECONFIG nor ~/.kube/config, which name the management cluster for dr
 commands.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.RenewalTokenTTL > maxRenewalTokenTTL {
+				return usageErrorf("--renewal-token-ttl %s: at most %s (the admission policy drover-agent-token-lifetime refuses longer tokens)", opts.RenewalTokenTTL, maxRenewalTokenTTL)
+			}
 			setMemoryLimit()
 			if downstream == "" && legacy != "" {
 				// Before --downstream-kubeconfig, the agent's --kubeconfig named its own cluster.
@@ -64,13 +69,16 @@ commands.`,
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one active replica")
 	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 0, "check-in interval (default 1m)")
 	f.DurationVar(&opts.DriftInterval, "drift-interval", 0, "how often applied resources are checked for drift (default 30s)")
-	f.DurationVar(&opts.RenewalTokenTTL, "renewal-token-ttl", 0, "lifetime asked for when renewing the renewal identity's token: how long the agent may be offline and still re-register on its own (default 720h)")
+	f.DurationVar(&opts.RenewalTokenTTL, "renewal-token-ttl", 0, "lifetime asked for when renewing the renewal identity's token: how long the agent may be offline and still re-register on its own (default 720h, at most 2160h)")
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", fmt.Sprintf(":%d", agent.DefaultMetricsPort), "address of /metrics (0 disables it)")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", fmt.Sprintf(":%d", agent.DefaultHealthPort), "address of /healthz and /readyz (the Deployment's probes; 0 disables them)")
 	logs.addZapFlags(cmd)
 	cmd.AddCommand(newAgentInstallCommand(k))
 	return cmd
 }
+
+// maxRenewalTokenTTL is config/admission/agent-token-lifetime.yaml's cap for drover-renewal.
+const maxRenewalTokenTTL = 90 * 24 * time.Hour
 
 func newAgentInstallCommand(k *kubeOptions) *cobra.Command {
 	var (

@@ -177,7 +177,7 @@ func checkPolicies(ctx context.Context, c client.Client) (string, string, error)
 		return "", "", err
 	}
 	if len(missing) > 0 {
-		return checkFail, fmt.Sprintf("missing: %s; until they are there an agent may rewrite its Cluster's status, not only its own report, and an import identity may register clusters under another token's name (drover server applies it at start unless --install-crds=false; else kubectl apply -f config/admission; Kubernetes 1.30 or later)",
+		return checkFail, fmt.Sprintf("missing: %s; until they are there an agent may rewrite its Cluster's status, not only its own report, and mint tokens of any lifetime, and an import identity may register clusters under another token's name (drover server applies it at start unless --install-crds=false; else kubectl apply -f config/admission; Kubernetes 1.30 or later)",
 			strings.Join(missing, ", ")), nil
 	}
 	warnings, err := crds.TypeCheckWarnings(ctx, c)
@@ -195,7 +195,7 @@ func checkPolicies(ctx context.Context, c client.Client) (string, string, error)
 	for _, o := range p.Policies {
 		names = append(names, o.Name)
 	}
-	return checkOK, fmt.Sprintf("%s installed and bound: agents may write only their own status report, import identities register only with their own token", strings.Join(names, ", ")), nil
+	return checkOK, fmt.Sprintf("%s installed and bound: agents may write only their own status report and mint only bounded tokens, import identities register only with their own token", strings.Join(names, ", ")), nil
 }
 
 func checkLeader(ctx context.Context, c client.Client, now time.Time) (string, string, error) {

@@ -84,7 +84,7 @@ func TestCheck(t *testing.T) {
 		expect(t, got, "server", checkFail, "no drover server has run here", server.LeaderElectionID)
 		expect(t, got, "registration", checkFail, "agents cannot find the API server", "--api-server-url")
 		expect(t, got, "fleet", checkOK, "no registered clusters")
-		expect(t, got, "admission-policy", checkOK, "drover-agent-cluster-status, drover-import-identity-registrations installed and bound")
+		expect(t, got, "admission-policy", checkOK, "drover-agent-cluster-status, drover-agent-token-lifetime, drover-import-identity-registrations installed and bound")
 	})
 
 	// Without the policy's binding an agent could rewrite its Cluster's status: a failure.

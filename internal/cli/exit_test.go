@@ -42,6 +42,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown flag", []string{"cluster", "list", "--bogus"}, ExitUsage, "unknown flag: --bogus"},
 		{"missing argument", []string{"cluster", "get"}, ExitUsage, "accepts 1 arg(s)"},
 		{"required flag", []string{"agent", "install"}, ExitUsage, `required flag(s) "token" not set`},
+		{"renewal token too long", []string{"agent", "--renewal-token-ttl", "2200h"}, ExitUsage, "--renewal-token-ttl 2200h0m0s: at most 2160h0m0s"},
 		{"missing value flag", []string{"cluster", "import", "eks", "--name", "x", "--credential", "c"}, ExitUsage, "--region is required"},
 		{"bad output", []string{"cluster", "list", "-o", "xml", "--kubeconfig", kc}, ExitUsage, "unknown output format"},
 		{"not found", []string{"cluster", "get", "missing", "--kubeconfig", kc, "-n", ns}, ExitError, `cluster "missing" not found`},

@@ -42,7 +42,7 @@ const SystemNamespace = "drover-system"
 // The server's own calls: drover's CRDs and admission policy (unless --install-crds=false), its
 // namespace, the leader-election Lease (with its Events) and the registration endpoint it
 // publishes.
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;create;patch,resourceNames=drover-agent-cluster-status;drover-import-identity-registrations
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;create;patch,resourceNames=drover-agent-cluster-status;drover-import-identity-registrations;drover-agent-token-lifetime
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;create;patch,resourceNames=bundlecontents.fleet.drover.io;bundledeployments.fleet.drover.io;bundles.fleet.drover.io;clusterregistrations.fleet.drover.io;clusterregistrationtokens.fleet.drover.io;clusters.fleet.drover.io;gitrepos.fleet.drover.io;clusters.management.drover.io;cloudprovidermigrations.migration.drover.io
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=drover-system,resources=leases,verbs=get;create;update
