@@ -518,6 +518,7 @@ func (p *pass) writeStatus(ctx context.Context) error {
 	b.Status.ObservedGeneration, b.Status.Content, b.Status.DeploymentID = b.Generation, p.def.spec.Content.Name, p.def.spec.DeploymentID
 	b.Status.Customizations = p.custom
 	b.Status.Summary = summarize(p.bds, p.wantID, len(p.targeted))
+	explainPending(&b.Status.Summary, p.targeted)
 	readyCond(b)
 	var n int
 	n, p.recheck = p.r.stalled(p.bds, p.wantID)
@@ -874,6 +875,29 @@ func fieldPaths(msg string) string {
 	return strings.Join(parts, "; ")
 }
 
+// explainPending gives a cluster waiting without a word from its agent the reason its Cluster
+// is not ready (an agent disconnected, or unable to reach its own API server): otherwise
+// bundle status and --wait show a bare "Pending".
+func explainPending(s *fleetv1alpha1.BundleSummary, targeted map[string]*fleetv1alpha1.Cluster) {
+	byName := make(map[string]*fleetv1alpha1.Cluster, len(targeted))
+	for _, c := range targeted {
+		byName[c.Name] = c
+	}
+	for i := range s.NonReadyClusters {
+		nc := &s.NonReadyClusters[i]
+		c := byName[nc.Name]
+		if nc.State != StatePending || nc.Message != "" || c == nil {
+			continue
+		}
+		if cond := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady); cond != nil && cond.Status == metav1.ConditionFalse {
+			nc.Message = fmt.Sprintf("Cluster not ready (%s): %s", cond.Reason, cond.Message)
+			if len(nc.Message) > 512 {
+				nc.Message = strings.ToValidUTF8(nc.Message[:509], "") + "..."
+			}
+		}
+	}
+}
+
 // grace is how long a cluster's resources may stay not ready (or of a kind not served) before
 // the Bundle says so.
 func (r *Reconciler) grace() time.Duration {
@@ -936,7 +960,7 @@ func stalledCond(b *fleetv1alpha1.Bundle, n int, grace time.Duration) {
 		return
 	}
 	c.Reason = fleetv1alpha1.ReasonResourcesNotReady
-	c.Message += fmt.Sprintf("; %d not ready (or waiting for a kind the cluster does not serve) for more than %s: drover bundle status %s shows why", n, duration.HumanDuration(grace), b.Name)
+	c.Message += fmt.Sprintf("; %d not ready (or waiting for a kind the cluster does not serve) for more than %s: drover bundle status %s -n %s shows why", n, duration.HumanDuration(grace), b.Name, b.Namespace)
 }
 
 func readyCond(b *fleetv1alpha1.Bundle) {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -147,4 +148,27 @@ func TestGitRepoLabelOnBundleDeployments(t *testing.T) {
 		b.Spec.Resources = raw(t, configMap("default", name, map[string]string{"k": "v2"}))
 	})
 	waitBundleDeployment(t, plainName, name, 30*time.Second, labelled("renamed"))
+}
+
+// TestPendingSaysWhy: a cluster that has its BundleDeployment but whose agent says nothing (it
+// never checked in here) is shown pending with its Cluster's reason, not a bare "Pending".
+func TestPendingSaysWhy(t *testing.T) {
+	ctx := t.Context()
+	ghost := unique("ghost")
+	c := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: ghost}}
+	if err := mgmt.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), c) })
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: unique("to-ghost")},
+		Spec: fleetv1alpha1.BundleSpec{Resources: raw(t, configMap("default", "ghost", map[string]string{"k": "v"})),
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: ghost}}}}
+	createBundle(t, b)
+	waitBundle(t, b, 30*time.Second, func(got *fleetv1alpha1.Bundle) error {
+		s := got.Status.Summary
+		if s.Pending != 1 || len(s.NonReadyClusters) != 1 || !strings.Contains(s.NonReadyClusters[0].Message, "Cluster not ready ("+fleetv1alpha1.ReasonWaitCheckIn+")") {
+			return fmt.Errorf("summary %+v, want the cluster pending with its reason", s)
+		}
+		return nil
+	})
 }
