@@ -315,7 +315,11 @@ func printBundleStatus(w io.Writer, b *fleetv1alpha1.Bundle) error {
 		fmt.Fprintf(tw, "Rollout:	paused: clusters keep the version they run (drover bundle resume %s -n %s)\n", b.Name, b.Namespace)
 	}
 	if s.DesiredReady == 0 && b.Status.ObservedGeneration == b.Generation {
-		fmt.Fprintf(tw, "Targets:	no registered cluster matches: check them against `drover fleet list -n %s -o wide`\n", b.Namespace)
+		if repo := b.Labels[fleetv1alpha1.GitRepoNameLabel]; repo != "" {
+			fmt.Fprintf(tw, "Targets:	no registered cluster matches: check GitRepo %s's targets and this path's fleet.yaml (drover gitrepo get %s -n %s)\n", repo, repo, b.Namespace)
+		} else {
+			fmt.Fprintf(tw, "Targets:	no registered cluster matches: check them against `drover fleet list -n %s -o wide`\n", b.Namespace)
+		}
 	}
 	for _, c := range b.Status.Conditions {
 		fmt.Fprintf(tw, "Condition %s:\t%s (%s) %s\n", c.Type, c.Status, c.Reason, oneLine(c.Message))

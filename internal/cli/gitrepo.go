@@ -149,6 +149,17 @@ func gitRepoReady(c client.Client, key client.ObjectKey) func(context.Context) (
 				}
 			}
 		}
+		if st.done {
+			// Ready with a path on no cluster: targets matching nothing, or its fleet.yaml
+			// (overrideTargets, doNotDeploy, paused) leaves it nowhere; not a deployment.
+			for _, b := range gr.Status.Bundles {
+				if b.DesiredReady == 0 {
+					st.done, st.failed = false, fmt.Errorf("path %s (Bundle %s) targets no registered cluster: check the GitRepo's targets, and the path's fleet.yaml "+
+						"(overrideTargets, doNotDeploy, paused) if it has one (drover gitrepo get %s -n %s)", b.Path, b.Name, gr.Name, gr.Namespace)
+					break
+				}
+			}
+		}
 		return st, nil
 	}
 }

@@ -103,3 +103,31 @@ func TestGitRepoWaitFailedBundle(t *testing.T) {
 	}
 	check(true)
 }
+
+// TestGitRepoWaitNowhere: `gitrepo add --wait` does not call a GitRepo deployed when one of its
+// paths targets no cluster (targets matching nothing; a fleet.yaml's overrideTargets, doNotDeploy
+// or paused): it fails naming the path and where to look.
+func TestGitRepoWaitNowhere(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ns := mgmt.Namespace(t)
+	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps"}, Spec: fleetv1alpha1.GitRepoSpec{Repo: "https://git.example.com/apps.git"}}
+	if err := mgmt.Client.Create(ctx, gr); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	gr.Status.Commit = "0123456789abcdef"
+	gr.Status.Summary = fleetv1alpha1.GitRepoSummary{Bundles: 2, ReadyBundles: 2}
+	gr.Status.Bundles = []fleetv1alpha1.GitRepoBundle{{Name: "apps-web", Path: "web", Ready: 2, DesiredReady: 2}, {Name: "apps-paused", Path: "paused"}}
+	gr.Status.Conditions = []metav1.Condition{
+		{Type: fleetv1alpha1.ConditionSynced, Status: metav1.ConditionTrue, Reason: "Synced", ObservedGeneration: gr.Generation, LastTransitionTime: now},
+		{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Succeeded", ObservedGeneration: gr.Generation, LastTransitionTime: now}}
+	if err := mgmt.Client.Status().Update(ctx, gr); err != nil {
+		t.Fatal(err)
+	}
+	s, err := gitRepoReady(mgmt.Client, client.ObjectKeyFromObject(gr))(ctx)
+	if err != nil || s.done || s.failed == nil || !strings.Contains(s.failed.Error(), "path paused (Bundle apps-paused) targets no registered cluster") ||
+		!strings.Contains(s.failed.Error(), "drover gitrepo get apps -n "+ns) {
+		t.Errorf("done %v, failed %v (%v); want a failure naming the path", s.done, s.failed, err)
+	}
+}

@@ -492,6 +492,10 @@ func summarise(gr *fleetv1alpha1.GitRepo, owned map[string]*fleetv1alpha1.Bundle
 		c := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady)
 		if c != nil && c.Status == metav1.ConditionTrue && b.Status.ObservedGeneration == b.Generation {
 			ready++
+			if s.DesiredReady == 0 {
+				// Ready, on nothing: say so where the GitRepo lists its paths.
+				s.Message = "targets no registered cluster (the GitRepo's targets, or this path's fleet.yaml)"
+			}
 			continue
 		}
 		if c != nil {
