@@ -45,8 +45,8 @@ run: build tools ## Build, then start drover server on the embedded control plan
 	$(BIN)/drover server --embedded --data-dir $(DATA_DIR) --bin-dir $(KUBE_BIN) $(SERVER_FLAGS)
 
 .PHONY: demo
-demo: build tools ## Start drover with a demo world (simulated EKS/AKS/GKE clusters, two kwok clusters with agents, a Bundle, two cloud-provider migrations, the dashboard); .drover-demo/ is deleted on exit.
-	$(BIN)/drover server --demo --data-dir $(ROOT)/.drover-demo --bin-dir $(KUBE_BIN) --zap-log-level=error --zap-stacktrace-level=panic
+demo: build tools ## Start drover with a demo world (simulated EKS/AKS/GKE clusters, two kwok clusters with agents, a Bundle, two cloud-provider migrations, the dashboard); .drover-demo/ is deleted on exit. More flags (other ports) in SERVER_FLAGS="...".
+	$(BIN)/drover server --demo --data-dir $(ROOT)/.drover-demo --bin-dir $(KUBE_BIN) --zap-log-level=error --zap-stacktrace-level=panic $(SERVER_FLAGS)
 
 .PHONY: test
 test: tools ## Run every test (unit, envtest integration, end-to-end) with the race detector.

@@ -120,7 +120,7 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 				if err := c.Create(cmd.Context(), b); err != nil {
 					return fmt.Errorf("create bundle: %w", err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "bundle %s/%s created (%d resources)\n", ns, name, len(resources))
+				fmt.Fprintf(cmd.OutOrStdout(), "bundle %s/%s created (%s)\n", ns, name, plural(len(resources), "resource"))
 			case err != nil:
 				return err
 			default:
@@ -136,7 +136,7 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 				if err := c.Update(cmd.Context(), cur); err != nil {
 					return fmt.Errorf("update bundle: %w", err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "bundle %s/%s updated (%d resources)\n", ns, name, len(resources))
+				fmt.Fprintf(cmd.OutOrStdout(), "bundle %s/%s updated (%s)\n", ns, name, plural(len(resources), "resource"))
 				if stillPaused {
 					fmt.Fprintf(cmd.ErrOrStderr(), "Note: the rollout stays paused: clusters keep the version they run until `drover bundle resume %s -n %s` (or apply with --paused=false)\n", name, ns)
 				}

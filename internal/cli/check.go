@@ -298,7 +298,7 @@ func checkFleet(ctx context.Context, c client.Client, ns string) (string, string
 		if len(l.Items) == 0 {
 			return checkOK, "no registered clusters", nil
 		}
-		return checkOK, fmt.Sprintf("%d registered clusters, all connected%s", len(l.Items), mixed), nil
+		return checkOK, fmt.Sprintf("%s, all connected%s", plural(len(l.Items), "registered cluster"), mixed), nil
 	}
 	var parts []string
 	if len(disconnected) > 0 {
@@ -314,7 +314,7 @@ func checkFleet(ctx context.Context, c client.Client, ns string) (string, string
 	if ns != "" {
 		hint = "drover fleet get NAME -n " + ns
 	}
-	return checkWarn, fmt.Sprintf("%d registered clusters; %s (%s)%s", len(l.Items), strings.Join(parts, "; "), hint, mixed), nil
+	return checkWarn, fmt.Sprintf("%s; %s (%s)%s", plural(len(l.Items), "registered cluster"), strings.Join(parts, "; "), hint, mixed), nil
 }
 
 func checkBundles(ctx context.Context, c client.Client, ns string) (string, string, error) {

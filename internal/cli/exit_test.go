@@ -38,6 +38,7 @@ func TestExitCodes(t *testing.T) {
 		{"list with a name", []string{"cluster", "list", "prod"}, ExitUsage, "list takes no NAME (\"prod\"): show one with `drover cluster get prod`"},
 		{"bundle list with a name", []string{"bundle", "list", "web"}, ExitUsage, "`drover bundle status web`"},
 		{"empty jsonpath", []string{"cluster", "list", "-o", "jsonpath="}, ExitUsage, "-o jsonpath= needs a template"},
+		{"jsonpath without template", []string{"cluster", "list", "-o", "jsonpath"}, ExitUsage, "-o jsonpath needs a template"},
 		{"server dry run", []string{"bundle", "apply", "-f", ".", "--cluster", "x", "--dry-run=server"}, ExitUsage, "--dry-run=server: drover prints the Bundle with --dry-run=client"},
 		{"unknown flag", []string{"cluster", "list", "--bogus"}, ExitUsage, "unknown flag: --bogus"},
 		{"missing argument", []string{"cluster", "get"}, ExitUsage, "accepts 1 arg(s)"},

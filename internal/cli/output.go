@@ -68,8 +68,8 @@ func (o *output) validate() error {
 	switch f := o.format; {
 	case f == "", f == "table", f == "wide", f == "json", f == "yaml", f == "name":
 		return nil
-	case f == "jsonpath=":
-		return usageErrorf("-o jsonpath= needs a template, e.g. -o jsonpath='{.metadata.name}'")
+	case f == "jsonpath=", f == "jsonpath":
+		return usageErrorf("-o %s needs a template, e.g. -o jsonpath='{.metadata.name}'", f)
 	case strings.HasPrefix(f, "jsonpath="):
 		if _, err := printers.NewJSONPathPrinter(strings.TrimPrefix(f, "jsonpath=")); err != nil {
 			return usageErrorf("-o %s: %w", f, err)
@@ -283,4 +283,12 @@ func ptrs[T any](items []T) []*T {
 		out[i] = &items[i]
 	}
 	return out
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
