@@ -84,6 +84,16 @@ func TestBundleApplyDryRun(t *testing.T) {
 			t.Errorf("bundle apply %s: %v\n%s%s", flag, err, out, errOut)
 		}
 	}
+	// The README's example Bundle reads as one.
+	out, errOut, err := drover(t.Context(), "bundle", "apply", "-f", "../../examples/web", "--cluster", "edge-1", "--dry-run")
+	if err != nil {
+		t.Fatalf("bundle apply -f examples/web: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{"name: web", "kind: Namespace", "kind: Deployment", "kind: Service", "kind: ConfigMap"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("examples/web Bundle lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 // TestBundleTargetsCell: an empty selector targets every cluster, and says so.

@@ -650,8 +650,14 @@ func (r *Reconciler) apply(ctx context.Context, bd *fleetv1alpha1.BundleDeployme
 		opts = append(opts, client.DryRunAll)
 	}
 	if err := r.Downstream.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), opts...); err != nil {
-		if fieldConflict(err) {
+		switch {
+		case fieldConflict(err):
 			err = fmt.Errorf("%w; %s", err, conflictHint)
+		case apierrors.IsNotFound(err) && obj.GetNamespace() != "":
+			// The namespace does not exist downstream: only the Bundle's own Namespaces and its
+			// defaultNamespace are created.
+			err = fmt.Errorf("%w; add a Namespace %q to the Bundle, or make it the Bundle's defaultNamespace (drover bundle apply --default-namespace %s)",
+				err, obj.GetNamespace(), obj.GetNamespace())
 		}
 		st.State, st.Message = StateFailed, err.Error()
 		return st, fmt.Errorf("%s %s/%s: %w", st.Kind, st.Namespace, st.Name, err)

@@ -172,3 +172,21 @@ func TestPendingSaysWhy(t *testing.T) {
 		return nil
 	})
 }
+
+// TestMissingNamespaceSaysWhatToDo: a resource in a namespace the cluster lacks (and the Bundle
+// neither carries nor names as its defaultNamespace) fails with what to do about it.
+func TestMissingNamespaceSaysWhatToDo(t *testing.T) {
+	ns := unique("nowhere")
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: unique("no-ns")},
+		Spec: fleetv1alpha1.BundleSpec{Resources: raw(t, configMap(ns, "settings", map[string]string{"k": "v"})),
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: plainName}}}}
+	createBundle(t, b)
+	waitBundleDeployment(t, plainName, b.Name, 30*time.Second, func(bd *fleetv1alpha1.BundleDeployment) error {
+		c := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionApplied)
+		if c == nil || c.Reason != fleetv1alpha1.ReasonApplyFailed || !strings.Contains(c.Message, `add a Namespace "`+ns+`" to the Bundle`) ||
+			!strings.Contains(c.Message, "--default-namespace "+ns) {
+			return fmt.Errorf("Applied %+v, want the missing namespace and what to do", c)
+		}
+		return nil
+	})
+}
