@@ -203,7 +203,7 @@ func TestAgentTokenLifetime(t *testing.T) {
 			// An admission policy takes effect once the API server has loaded it.
 			envtest.Eventually(t, 30*time.Second, func() error {
 				if err := mint(tc.sa, tc.ttl); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "an agent may request tokens of ServiceAccount "+tc.sa+" for at most") {
-					return fmt.Errorf("minted: %v, want refused by drover-agent-token-lifetime", err)
+					return fmt.Errorf("minted: %w, want refused by drover-agent-token-lifetime", err)
 				}
 				return nil
 			})

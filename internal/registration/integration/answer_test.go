@@ -165,10 +165,10 @@ func TestRefusedRegistrationExpires(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, func() error {
 		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(cr), &fleetv1alpha1.ClusterRegistration{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("refused registration still there (%v)", err)
+			return fmt.Errorf("refused registration still there (%w)", err)
 		}
 		if err := mgmt.Client.Get(ctx, answerOf(cr), &corev1.Secret{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("its answer Secret still there (%v)", err)
+			return fmt.Errorf("its answer Secret still there (%w)", err)
 		}
 		return nil
 	})
