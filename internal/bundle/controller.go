@@ -890,10 +890,7 @@ func explainPending(s *fleetv1alpha1.BundleSummary, targeted map[string]*fleetv1
 			continue
 		}
 		if cond := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady); cond != nil && cond.Status == metav1.ConditionFalse {
-			nc.Message = fmt.Sprintf("Cluster not ready (%s): %s", cond.Reason, cond.Message)
-			if len(nc.Message) > 512 {
-				nc.Message = strings.ToValidUTF8(nc.Message[:509], "") + "..."
-			}
+			nc.Message = clip(fmt.Sprintf("Cluster not ready (%s): %s", cond.Reason, cond.Message), 512)
 		}
 	}
 }

@@ -123,25 +123,7 @@ func TestBundleCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kc, err := local.Kubeconfig(mgmt.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kcPath := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) string {
-		t.Helper()
-		var out bytes.Buffer
-		cmd := cli.NewRootCommand()
-		cmd.SetOut(&out)
-		cmd.SetArgs(append(append([]string{"bundle"}, args...), "--kubeconfig", kcPath))
-		if err := cmd.ExecuteContext(ctx); err != nil {
-			t.Fatalf("drover bundle %v: %v", args, err)
-		}
-		return out.String()
-	}
+	run := bundleCLI(t)
 	if out := run("apply", "-f", dir, "--cluster", plainName, "--default-namespace", "default"); !strings.Contains(out, "created (3 resources)") {
 		t.Fatalf("apply: %s", out)
 	}
@@ -188,25 +170,7 @@ func TestBundleRedeploy(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte(manifests), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kc, err := local.Kubeconfig(mgmt.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kcPath := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) string {
-		t.Helper()
-		var out bytes.Buffer
-		cmd := cli.NewRootCommand()
-		cmd.SetOut(&out)
-		cmd.SetArgs(append(append([]string{"bundle"}, args...), "--kubeconfig", kcPath))
-		if err := cmd.ExecuteContext(ctx); err != nil {
-			t.Fatalf("drover bundle %v: %v\n%s", args, err, out.String())
-		}
-		return out.String()
-	}
+	run := bundleCLI(t)
 	run("apply", "-f", dir, "--cluster", plainName, "--default-namespace", "default", "--wait", "--timeout", "60s")
 	t.Cleanup(func() {
 		_ = mgmt.Client.Delete(context.Background(), &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name}})
@@ -257,5 +221,29 @@ func TestBundleRedeploy(t *testing.T) {
 	}
 	if b.Spec.ForceSyncGeneration != 1 {
 		t.Errorf("spec.forceSyncGeneration %d after applying again, want 1 kept", b.Spec.ForceSyncGeneration)
+	}
+}
+
+// bundleCLI runs `drover bundle ARGS` against the management cluster, as a user does, and
+// returns what it printed; a failure ends the test.
+func bundleCLI(t *testing.T) func(args ...string) string {
+	kc, err := local.Kubeconfig(mgmt.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcPath := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kcPath, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		cmd := cli.NewRootCommand()
+		cmd.SetOut(&out)
+		cmd.SetArgs(append(append([]string{"bundle"}, args...), "--kubeconfig", kcPath))
+		if err := cmd.ExecuteContext(t.Context()); err != nil {
+			t.Fatalf("drover bundle %v: %v\n%s", args, err, out.String())
+		}
+		return out.String()
 	}
 }
