@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent"
@@ -143,8 +144,10 @@ func TestAgentReportsNotTrusted(t *testing.T) {
 		if err := mgmt.Client.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}
+		// A merge patch, as an agent checks in: the cluster controller writes the status too.
+		before := c.DeepCopy()
 		c.Status.Agent = agent
-		if err := mgmt.Client.Status().Update(ctx, c); err != nil {
+		if err := mgmt.Client.Status().Patch(ctx, c, client.MergeFrom(before)); err != nil {
 			t.Fatal(err)
 		}
 	}
