@@ -254,7 +254,7 @@ func TestGoldenOutput(t *testing.T) {
 	}
 	t.Run("empty list", func(t *testing.T) {
 		out, errOut, err := drover(t.Context(), "cluster", "list", "-l", "nothing=here", "--kubeconfig", kc, "-n", goldenNS)
-		if err != nil || out != "" || !strings.Contains(errOut, "No clusters found in namespace golden") {
+		if err != nil || out != "" || !strings.Contains(errOut, "No clusters found in namespace golden (every namespace: -A).") {
 			t.Fatalf("empty list: %v stdout %q stderr %q", err, out, errOut)
 		}
 	})

@@ -253,7 +253,7 @@ func newListCommand[L any, PL interface {
 				return err
 			}
 			if w.enabled() {
-				lw := &listWatch[T]{c: c, none: what + " found in " + orAll(k.listNamespace(ns)), opts: opts, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), o: &o, cols: cols,
+				lw := &listWatch[T]{c: c, none: emptyList(what, k.listNamespace(ns)), opts: opts, out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(), o: &o, cols: cols,
 					withNamespace: k.allNamespaces, events: w.events,
 					newList: func() client.ObjectList { return PL(new(L)) },
 					items:   func(l client.ObjectList) []T { return items(l.(PL)) }}
@@ -266,7 +266,7 @@ func newListCommand[L any, PL interface {
 			if err := c.List(cmd.Context(), list, opts...); err != nil {
 				return fmt.Errorf("list %s in %s: %w", what, orAll(k.listNamespace(ns)), err)
 			}
-			return printList(cmd.OutOrStdout(), cmd.ErrOrStderr(), &o, items(list), cols, k.allNamespaces, what+" found in "+orAll(k.listNamespace(ns)))
+			return printList(cmd.OutOrStdout(), cmd.ErrOrStderr(), &o, items(list), cols, k.allNamespaces, emptyList(what, k.listNamespace(ns)))
 		},
 	}
 	o.addFlag(cmd, "table")
@@ -291,4 +291,12 @@ func plural(n int, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// emptyList says a list found nothing, and where else to look when it looked in one namespace.
+func emptyList(what, ns string) string {
+	if ns == "" {
+		return what + " found in all namespaces"
+	}
+	return what + " found in namespace " + ns + " (every namespace: -A)"
 }

@@ -60,9 +60,13 @@ func usageCodes(cmd *cobra.Command) {
 		}
 	}
 	if !cmd.Runnable() && cmd.HasSubCommands() {
+		cmd.SuggestionsMinimumDistance = 2 // kubectl's "did you mean"
 		cmd.Args = cobra.ArbitraryArgs
 		cmd.RunE = func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
+				if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+					return usageErrorf("unknown command %q for %q; did you mean %q?", args[0], c.CommandPath(), s[0])
+				}
 				return usageErrorf("unknown command %q for %q", args[0], c.CommandPath())
 			}
 			return c.Help()
