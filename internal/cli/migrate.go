@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -436,6 +437,12 @@ func newMigrationGetCommand(k *kubeOptions) *cobra.Command {
 						fmt.Fprintf(out, ": %s", oneLine(s.Message))
 					}
 					fmt.Fprintln(out)
+				}
+				if m.Status.Phase == migrationv1alpha1.PhaseFailed && slices.ContainsFunc(m.Status.Steps, func(s migrationv1alpha1.StepStatus) bool { return s.Phase == migrationv1alpha1.StepFailed }) {
+					// How to act on it, not only that the Events mention it.
+					fmt.Fprintf(out, "Next: fix the cause, then retry the failed step: kubectl -n %s annotate cloudprovidermigration %s %s=$(date +%%s) --overwrite\n"+
+						"      or roll back (below Kubernetes 1.27): kubectl -n %s annotate cloudprovidermigration %s %s=true\n",
+						m.Namespace, m.Name, controller.RetryAnnotation, m.Namespace, m.Name, controller.RollbackAnnotation)
 				}
 				return nil
 			}))
