@@ -106,3 +106,20 @@ func TestBundleTargetsCell(t *testing.T) {
 		t.Errorf("TARGETS %q, want all clusters and edge-1", got)
 	}
 }
+
+// TestFleetReadyCell: fleet list's READY says why a cluster is not ready.
+func TestFleetReadyCell(t *testing.T) {
+	for _, tc := range []struct {
+		conds []metav1.Condition
+		want  string
+	}{
+		{nil, "-"},
+		{[]metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Succeeded"}}, "True"},
+		{[]metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: fleetv1alpha1.ReasonDownstreamUnreachable}}, "False (DownstreamUnreachable)"},
+	} {
+		c := &fleetv1alpha1.Cluster{Status: fleetv1alpha1.ClusterStatus{Conditions: tc.conds}}
+		if got := fleetColumns[1].cell(c); got != tc.want {
+			t.Errorf("READY %q, want %q", got, tc.want)
+		}
+	}
+}

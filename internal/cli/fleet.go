@@ -73,7 +73,7 @@ func newFleetGetCommand(k *kubeOptions) *cobra.Command {
 
 var fleetColumns = []column[*fleetv1alpha1.Cluster]{
 	{name: "NAME", cell: func(c *fleetv1alpha1.Cluster) string { return c.Name }},
-	{name: "READY", cell: func(c *fleetv1alpha1.Cluster) string { return condStatusOf(c.Status.Conditions, "Ready") }},
+	{name: "READY", cell: func(c *fleetv1alpha1.Cluster) string { return condStatusWhy(c.Status.Conditions, "Ready") }},
 	{name: "CONNECTED", cell: func(c *fleetv1alpha1.Cluster) string { return fmt.Sprint(connected(c)) }},
 	{name: "LAST SEEN", cell: func(c *fleetv1alpha1.Cluster) string { return ago(c.Status.Agent.LastSeen) }},
 	{name: "AGENT", cell: manifests.AgentVersion},

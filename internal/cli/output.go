@@ -215,6 +215,19 @@ func condStatusOf(conds []metav1.Condition, t string) string {
 	return "-"
 }
 
+// condStatusWhy is condStatusOf with the reason when the condition is not True
+// ("False (AgentDisconnected)"), as kubectl's STATUS column says why a pod is not running.
+func condStatusWhy(conds []metav1.Condition, t string) string {
+	c := meta.FindStatusCondition(conds, t)
+	switch {
+	case c == nil:
+		return "-"
+	case c.Status != metav1.ConditionTrue && c.Reason != "":
+		return string(c.Status) + " (" + c.Reason + ")"
+	}
+	return string(c.Status)
+}
+
 // newListCommand is the "list" command of one kind, the kubectl way: -o, -A, -l, the default
 // namespace def; items takes the list's items, cols are the table columns and what names the
 // kind in messages ("bundles").
