@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -284,8 +285,24 @@ var bundleColumns = []column[*fleetv1alpha1.Bundle]{
 	{name: "MODIFIED", cell: func(b *fleetv1alpha1.Bundle) string { return fmt.Sprint(b.Status.Summary.Modified) }},
 	{name: "ERRORED", cell: func(b *fleetv1alpha1.Bundle) string { return fmt.Sprint(b.Status.Summary.ErrApplied) }},
 	{name: "RESOURCES", cell: func(b *fleetv1alpha1.Bundle) string { return fmt.Sprint(len(b.Spec.Resources)) }},
+	{name: "STATUS", cell: bundleStatus},
 	{name: "TARGETS", wide: true, cell: bundleTargets},
 	{name: "DEPLOYMENT ID", wide: true, cell: func(b *fleetv1alpha1.Bundle) string { return orDash(b.Status.DeploymentID) }},
+}
+
+// bundleStatus is Ready, Paused (a paused rollout holds clusters at their version) or the
+// Ready condition's reason, as gitrepo list's STATUS.
+func bundleStatus(b *fleetv1alpha1.Bundle) string {
+	c := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady)
+	switch {
+	case b.Spec.Rollout.Paused:
+		return "Paused"
+	case c == nil:
+		return "-"
+	case c.Status == metav1.ConditionTrue:
+		return "Ready"
+	}
+	return c.Reason
 }
 
 func bundleTargets(b *fleetv1alpha1.Bundle) string {
