@@ -55,8 +55,10 @@ func newBundleRedeployCommand(k *kubeOptions) *cobra.Command {
 
 func newGitRepoRedeployCommand(k *kubeOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:               "redeploy NAME",
-		Short:             "Re-apply every Bundle of a GitRepo on its clusters now, undoing changes made downstream",
+		Use:   "redeploy NAME",
+		Short: "Re-apply every Bundle of a GitRepo on its clusters now, undoing changes made downstream (Fleet's force update)",
+		Long: "Increments the GitRepo's spec.forceSyncGeneration (Fleet's field of that name), which drover copies to each of its Bundles: " +
+			"each targeted cluster re-applies their resources once, creating deleted ones and taking back fields changed downstream.",
 		Example:           "  drover gitrepo redeploy apps",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeNames(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.GitRepoList{}),
@@ -65,26 +67,29 @@ func newGitRepoRedeployCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, &fleetv1alpha1.GitRepo{}); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("gitrepo %q not found in namespace %s", args[0], ns)
+			key := client.ObjectKey{Namespace: ns, Name: args[0]}
+			for range 5 {
+				gr := &fleetv1alpha1.GitRepo{}
+				if err := c.Get(cmd.Context(), key, gr); err != nil {
+					if apierrors.IsNotFound(err) {
+						return fmt.Errorf("gitrepo %q not found in namespace %s", args[0], ns)
+					}
+					return fmt.Errorf("get gitrepo %s: %w", key, err)
 				}
-				return fmt.Errorf("get gitrepo %s/%s: %w", ns, args[0], err)
-			}
-			var bundles fleetv1alpha1.BundleList
-			if err := c.List(cmd.Context(), &bundles, client.InNamespace(ns), client.MatchingLabels{fleetv1alpha1.GitRepoNameLabel: args[0]}); err != nil {
-				return fmt.Errorf("list the Bundles of gitrepo %s/%s: %w", ns, args[0], err)
-			}
-			if len(bundles.Items) == 0 {
-				return fmt.Errorf("gitrepo %s/%s has no Bundles yet (drover gitrepo get %s -n %s says why)", ns, args[0], args[0], ns)
-			}
-			for _, b := range bundles.Items {
-				if err := redeploy(cmd.Context(), c, client.ObjectKeyFromObject(&b)); err != nil {
-					return err
+				patch := client.MergeFromWithOptions(gr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+				gr.Spec.ForceSyncGeneration++
+				err := c.Patch(cmd.Context(), gr, patch, client.FieldOwner(cliFieldManager))
+				if apierrors.IsConflict(err) {
+					continue
 				}
+				if err != nil {
+					return fmt.Errorf("redeploy gitrepo %s: %w", key, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "gitrepo.fleet.drover.io/%s redeploying (forceSyncGeneration %d): its Bundles are written again and %s\n",
+					args[0], gr.Spec.ForceSyncGeneration, redeployEffect)
+				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gitrepo.fleet.drover.io/%s: %d Bundles redeploying: %s\n", args[0], len(bundles.Items), redeployEffect)
-			return nil
+			return fmt.Errorf("redeploy gitrepo %s: it kept changing; try again", key)
 		},
 	}
 	return cmd

@@ -244,7 +244,9 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 		ForceConflicts:   cfg.ForceConflicts,
 		KeepResources:    cfg.KeepResources,
 		DependsOn:        cfg.DependsOn,
-		Diff:             cfg.Diff,
+		// A redeploy asked of the GitRepo is one of each of its Bundles.
+		ForceSyncGeneration: gr.Spec.ForceSyncGeneration,
+		Diff:                cfg.Diff,
 	}, labels: cfg.Labels}
 	if cfg.Rollout != nil {
 		r.spec.Rollout = *cfg.Rollout

@@ -98,6 +98,18 @@ func TestRender(t *testing.T) {
 		t.Errorf("apps/b spec %+v: want defaultNamespace bee, correctDrift, the GitRepo's targets", s)
 	}
 
+	// A redeploy of the GitRepo is one of each of its Bundles.
+	gr.Spec.ForceSyncGeneration = 3
+	if out, err = render(t.Context(), co, gr); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out {
+		if r.spec.ForceSyncGeneration != 3 {
+			t.Errorf("%s: forceSyncGeneration %d, want the GitRepo's 3", r.name, r.spec.ForceSyncGeneration)
+		}
+	}
+	gr.Spec.ForceSyncGeneration = 0
+
 	// The root and a deeper path: files belong to the deepest matching path.
 	gr.Spec.Paths = []string{".", "apps/a"}
 	out, err = render(t.Context(), co, gr)

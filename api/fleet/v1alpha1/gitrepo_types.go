@@ -121,6 +121,13 @@ type GitRepoSpec struct {
 	// Paused stops fetching: the Bundles of the last commit stay as they are.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+	// ForceSyncGeneration, when changed (drover gitrepo redeploy increments it; Fleet's
+	// GitRepo field of that name), is copied to every Bundle of the GitRepo: each re-applies its
+	// resources on its clusters once, undoing changes made downstream (Bundle
+	// spec.forceSyncGeneration).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ForceSyncGeneration int64 `json:"forceSyncGeneration,omitempty"`
 }
 
 // Follows says which revision the GitRepo follows: "branch main", "tag v1.2.0", "revision
