@@ -33,6 +33,7 @@ import (
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/bundle/content"
 	"github.com/droverhq/drover/internal/metrics"
+	"github.com/droverhq/drover/internal/text"
 )
 
 // Finalizer keeps a Bundle until its BundleDeployments and unused contents are deleted: they
@@ -265,9 +266,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	recheck := r.record(b, p.before, p.bds)
-	if p.recheck > 0 && (recheck == 0 || p.recheck < recheck) {
-		recheck = p.recheck
-	}
+	recheck = sooner(recheck, p.recheck)
 	for _, bd := range p.remove {
 		r.corrections.Delete(bd.UID)
 		r.notReady.Delete(bd.UID)
@@ -728,9 +727,7 @@ func (r *Reconciler) record(b, before *fleetv1alpha1.Bundle, bds []*fleetv1alpha
 			continue
 		}
 		if left := since.Add(grace).Sub(now); left > 0 {
-			if recheck == 0 || left < recheck {
-				recheck = left
-			}
+			recheck = sooner(recheck, left)
 			continue
 		}
 		if prev, ok := r.notReady.Load(bd.UID); ok && prev.(time.Time).Equal(since) || since.Add(grace).Before(r.started) {
@@ -890,7 +887,7 @@ func explainPending(s *fleetv1alpha1.BundleSummary, targeted map[string]*fleetv1
 			continue
 		}
 		if cond := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady); cond != nil && cond.Status == metav1.ConditionFalse {
-			nc.Message = clip(fmt.Sprintf("Cluster not ready (%s): %s", cond.Reason, cond.Message), 512)
+			nc.Message = text.Clip(fmt.Sprintf("Cluster not ready (%s): %s", cond.Reason, cond.Message), 512)
 		}
 	}
 }
@@ -932,14 +929,20 @@ func (r *Reconciler) stalled(bds []*fleetv1alpha1.BundleDeployment, id func(*fle
 			continue
 		}
 		if left := since.Add(grace).Sub(now); left > 0 {
-			if recheck == 0 || left < recheck {
-				recheck = left
-			}
+			recheck = sooner(recheck, left)
 			continue
 		}
 		n++
 	}
 	return n, recheck
+}
+
+// sooner is the shorter of two requeue delays, 0 meaning none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 func (r *Reconciler) clock() time.Time {

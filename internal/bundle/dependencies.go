@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/text"
 )
 
 // dependsOnIndex indexes Bundles by their dependencies: "name:<bundle>" for each dependency by
@@ -225,7 +226,7 @@ func holdStatus(b *fleetv1alpha1.Bundle, held map[string]string, targeted map[st
 	}
 	meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 		Reason: fleetv1alpha1.ReasonDependencyNotReady, ObservedGeneration: b.Generation,
-		Message: truncateMsg(fmt.Sprintf("%d clusters held by spec.dependsOn: %s", len(held), strings.Join(parts, "; ")), 1024)})
+		Message: text.Clip(fmt.Sprintf("%d clusters held by spec.dependsOn: %s", len(held), strings.Join(parts, "; ")), 1024)})
 }
 
 func clusterList(names []string) string {
@@ -237,11 +238,4 @@ func clusterList(names []string) string {
 		return "clusters " + strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("clusters %s and %d more", strings.Join(names[:show], ", "), len(names)-show)
-}
-
-func truncateMsg(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

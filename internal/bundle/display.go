@@ -2,12 +2,12 @@ package bundle
 
 import (
 	"time"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/text"
 )
 
 // DisplayReady is StateReady as status.display.state spells it.
@@ -28,9 +28,9 @@ func Display(bd *fleetv1alpha1.BundleDeployment) *fleetv1alpha1.BundleDeployment
 	if state == StateReady {
 		state = DisplayReady
 	}
-	d := &fleetv1alpha1.BundleDeploymentDisplay{DeploymentID: bd.Spec.DeploymentID, State: state, Message: clip(msg, maxDisplayMessage)}
+	d := &fleetv1alpha1.BundleDeploymentDisplay{DeploymentID: bd.Spec.DeploymentID, State: state, Message: text.Clip(msg, maxDisplayMessage)}
 	if c := meta.FindStatusCondition(bd.Status.Conditions, fleetv1alpha1.ConditionDriftCorrected); c != nil && c.Status == metav1.ConditionTrue {
-		d.DriftCorrected = clip(c.LastTransitionTime.UTC().Format(time.RFC3339)+": "+c.Message, maxDisplayDriftCorrected)
+		d.DriftCorrected = text.Clip(c.LastTransitionTime.UTC().Format(time.RFC3339)+": "+c.Message, maxDisplayDriftCorrected)
 	}
 	return d
 }
@@ -51,16 +51,4 @@ func DisplayState(bd *fleetv1alpha1.BundleDeployment, wanted string) (state, msg
 		return StateReady, ""
 	}
 	return d.State, d.Message
-}
-
-// clip cuts s to at most n bytes, on a rune boundary, marking the cut with "...".
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }

@@ -30,6 +30,7 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/metrics"
+	"github.com/droverhq/drover/internal/text"
 )
 
 // FieldOwner is the GitRepo controller's field manager.
@@ -287,7 +288,7 @@ func (r *Reconciler) sync(ctx context.Context, gr *fleetv1alpha1.GitRepo, st *re
 		}
 		log.FromContext(ctx).Info("GitRepo not synced", "reason", reason, "error", err.Error())
 		metrics.GitRepoFetches.WithLabelValues("failed").Inc()
-		setCondition(gr, fleetv1alpha1.ConditionSynced, metav1.ConditionFalse, reason, truncate(err.Error(), 1024))
+		setCondition(gr, fleetv1alpha1.ConditionSynced, metav1.ConditionFalse, reason, text.Clip(err.Error(), 1024))
 		return
 	}
 	result := "unchanged"
@@ -306,7 +307,7 @@ func (r *Reconciler) sync(ctx context.Context, gr *fleetv1alpha1.GitRepo, st *re
 	}
 	if len(warnings) > 0 {
 		setCondition(gr, fleetv1alpha1.ConditionConfigSupported, metav1.ConditionFalse, fleetv1alpha1.ReasonUnsupportedFleetKeys,
-			truncate("settings not used as Fleet uses them (the rest is deployed): "+strings.Join(warnings, "; "), 2048))
+			text.Clip("settings not used as Fleet uses them (the rest is deployed): "+strings.Join(warnings, "; "), 2048))
 	} else {
 		setCondition(gr, fleetv1alpha1.ConditionConfigSupported, metav1.ConditionTrue, fleetv1alpha1.ReasonSucceeded,
 			"every key of the paths' drover.yaml and fleet.yaml files is used")
@@ -499,7 +500,7 @@ func summarise(gr *fleetv1alpha1.GitRepo, owned map[string]*fleetv1alpha1.Bundle
 			continue
 		}
 		if c != nil {
-			s.Message = truncate(c.Message, 256)
+			s.Message = text.Clip(c.Message, 256)
 		} else {
 			s.Message = "Bundle not reconciled yet"
 		}
@@ -515,7 +516,7 @@ func summarise(gr *fleetv1alpha1.GitRepo, owned map[string]*fleetv1alpha1.Bundle
 		setCondition(gr, fleetv1alpha1.ConditionReady, metav1.ConditionFalse, synced.Reason, synced.Message)
 	case len(notReady) > 0:
 		setCondition(gr, fleetv1alpha1.ConditionReady, metav1.ConditionFalse, fleetv1alpha1.ReasonBundlesNotReady,
-			truncate(fmt.Sprintf("%d/%d Bundles ready; not ready: %s", ready, len(gr.Status.Bundles), strings.Join(notReady, ", ")), 1024))
+			text.Clip(fmt.Sprintf("%d/%d Bundles ready; not ready: %s", ready, len(gr.Status.Bundles), strings.Join(notReady, ", ")), 1024))
 	default:
 		setCondition(gr, fleetv1alpha1.ConditionReady, metav1.ConditionTrue, fleetv1alpha1.ReasonSucceeded,
 			fmt.Sprintf("commit %s: every Bundle (%d) ready", gr.Status.Commit, len(gr.Status.Bundles)))
@@ -525,13 +526,6 @@ func summarise(gr *fleetv1alpha1.GitRepo, owned map[string]*fleetv1alpha1.Bundle
 func setCondition(gr *fleetv1alpha1.GitRepo, typ string, status metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&gr.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
 		Message: msg, ObservedGeneration: gr.Generation})
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 // plural is "s" unless n is 1.

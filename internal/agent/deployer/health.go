@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +14,8 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/droverhq/drover/internal/text"
 )
 
 // health reports whether a live object is doing what it was applied for, by kstatus'
@@ -419,13 +420,5 @@ func withMessage(reason, msg string) string {
 // oneLine makes s one line (whitespace runs become one space) of at most n bytes, cut on a rune
 // boundary and marked with "...".
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
+	return text.Clip(strings.Join(strings.Fields(s), " "), n)
 }

@@ -32,6 +32,7 @@ import (
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/helmchart"
+	"github.com/droverhq/drover/internal/text"
 )
 
 // helmTimeout bounds one Helm install or upgrade (its hooks included).
@@ -130,7 +131,7 @@ func (r *Reconciler) reconcileHelm(ctx context.Context, bd, before *fleetv1alpha
 	rel, err := releaseOf(bd, h)
 	fail := func(err error) (ctrl.Result, error) {
 		// Helm's errors may quote values (a template's fail message): hide the sensitive ones.
-		msg := truncate(helmchart.Redact(err.Error(), rel.values, Sensitive), 1024)
+		msg := text.Clip(helmchart.Redact(err.Error(), rel.values, Sensitive), 1024)
 		bd.Status.Ready = false
 		setCond(bd, fleetv1alpha1.ConditionApplied, false, fleetv1alpha1.ReasonApplyFailed, "Helm release "+rel.String()+": "+msg)
 		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonApplyFailed, "Helm release "+rel.String()+" not deployed")
@@ -376,11 +377,4 @@ func (r *Reconciler) checkHelm(ctx context.Context, bd, before *fleetv1alpha1.Bu
 		next = min(next, notReadyRecheck)
 	}
 	return ctrl.Result{RequeueAfter: next}, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"regexp"
 	"time"
-	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/text"
 	"github.com/droverhq/drover/internal/version"
 )
 
@@ -28,7 +28,7 @@ func Beat(ctx context.Context, c client.Client, workspace, cluster, agentNamespa
 		agent["version"] = v
 	}
 	if downstreamErr != "" {
-		agent["downstreamError"] = truncate(downstreamErr, 512)
+		agent["downstreamError"] = text.Clip(downstreamErr, 512)
 	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"agent": agent}})
 	if err != nil {
@@ -108,16 +108,4 @@ const rightsRetry = 2 * time.Second
 
 func canList(ctx context.Context, c client.Reader, namespace string) bool {
 	return c.List(ctx, &fleetv1alpha1.BundleDeploymentList{}, client.InNamespace(namespace), client.Limit(1)) == nil
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n-3]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "..."
 }
