@@ -66,6 +66,8 @@ type Options struct {
 	// leafValidity and caValidity override the lifetime of certificates issued by this start
 	// (tests of the renewal).
 	leafValidity, caValidity time.Duration
+	// portsChosen runs after each start attempt chose its ports (tests take one of them).
+	portsChosen func(ports)
 }
 
 // ControlPlane is a running control plane.
@@ -117,6 +119,9 @@ func start(ctx context.Context, opts Options, dataDir string) (*ControlPlane, er
 	p, err := choosePorts(opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.portsChosen != nil {
+		opts.portsChosen(p)
 	}
 	cp := &ControlPlane{opts: opts, apiPort: p.APIServer, exited: make(chan error, 1),
 		pki: pki{dir: filepath.Join(dataDir, "pki"), leafValidity: opts.leafValidity, caValidity: opts.caValidity}}
@@ -235,6 +240,12 @@ func (cp *ControlPlane) startAll(ctx context.Context, p ports, logDir string) er
 		}); err != nil {
 			return err
 		}
+		// Wait for kwok's own server: a kwok that lost its port to another process exits, and
+		// without this wait its Nodes would just never become Ready, with no word of why.
+		url := fmt.Sprintf("http://127.0.0.1:%d/healthz", p.Kwok)
+		if err := cp.poll(ctx, "kwok", &http.Client{Timeout: 2 * time.Second}, url); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -262,8 +273,12 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
 	}}}
+	return cp.poll(ctx, "kube-apiserver", client, fmt.Sprintf("https://127.0.0.1:%d/readyz", cp.apiPort))
+}
+
+// poll waits until url answers 200, failing early when a child process exits.
+func (cp *ControlPlane) poll(ctx context.Context, name string, client *http.Client, url string) error {
 	defer client.CloseIdleConnections()
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", cp.apiPort)
 	deadline := time.Now().Add(cp.opts.StartTimeout)
 	for {
 		for _, p := range cp.procs {
@@ -279,7 +294,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-apiserver not ready after %s; last log lines:\n%s", cp.opts.StartTimeout, tail(filepath.Join(cp.opts.DataDir, "logs", "kube-apiserver.log"), 15))
+			return fmt.Errorf("%s not ready after %s; last log lines:\n%s", name, cp.opts.StartTimeout, tail(filepath.Join(cp.opts.DataDir, "logs", name+".log"), 15))
 		}
 		select {
 		case <-ctx.Done():
@@ -499,4 +514,10 @@ func freePort() (int, error) {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// LogTail returns the last lines of a child's log ("kwok", "kube-apiserver", ...), for
+// failure messages.
+func (cp *ControlPlane) LogTail(name string, lines int) string {
+	return tail(filepath.Join(cp.opts.DataDir, "logs", name+".log"), lines)
 }

@@ -6,10 +6,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -388,4 +390,58 @@ func TestAdvertiseAddress(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{}); err != nil {
 		t.Errorf("the API server at its advertised address %s: %v", cfg.Host, err)
 	}
+}
+
+// Another process taking kwok's port between drover choosing and kwok binding it made kwok exit
+// unnoticed, and fake Nodes then never became Ready (a CI failure). Start now waits for kwok and
+// starts again on new ports.
+func TestStartSurvivesKwokPortTaken(t *testing.T) {
+	t.Parallel()
+	binDir := testBinDir(t)
+	var taken net.Listener
+	attempts := 0
+	cp, err := Start(t.Context(), Options{
+		BinDir: binDir, DataDir: t.TempDir(), UnsafeNoFsync: true, Kwok: true,
+		portsChosen: func(p ports) {
+			attempts++
+			if attempts > 1 {
+				return
+			}
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p.Kwok))
+			if err != nil {
+				t.Errorf("take kwok's port: %v", err)
+				return
+			}
+			taken = l
+		},
+	})
+	if taken != nil {
+		defer func() { _ = taken.Close() }()
+	}
+	if err != nil {
+		t.Fatalf("Start with kwok's port taken once: %v", err)
+	}
+	defer cp.Stop()
+	if attempts != 2 {
+		t.Errorf("start attempts: %d, want 2 (the first lost kwok's port)", attempts)
+	}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", mustPorts(t, cp).Kwok))
+	if err != nil {
+		t.Fatalf("kwok not serving after Start: %v", err)
+	}
+	_ = resp.Body.Close()
+}
+
+func mustPorts(t *testing.T, cp *ControlPlane) ports {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(cp.opts.DataDir, "ports.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p ports
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -41,7 +41,7 @@ func TestFullClusterRunsWorkloadsAndDeletesNamespaces(t *testing.T) {
 				return nil
 			}
 		}
-		return fmt.Errorf("node-1 not Ready: %v", n.Status.Conditions)
+		return fmt.Errorf("node-1 not Ready: %v; kwok's log ends:\n%s", n.Status.Conditions, full.ControlPlane().LogTail("kwok", 10))
 	})
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "workload"}}

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/droverhq/drover/test/envtest"
 )
 
@@ -18,6 +21,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The clients made here log only client-side noise; without a logger controller-runtime
+	// prints a goroutine dump into the test output after 30 s.
+	ctrl.SetLogger(logr.Discard())
 	os.Exit(run(m))
 }
 
