@@ -25,9 +25,9 @@ import (
 var serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 // kubeOptions is the one way every command reaches the management cluster: kubectl's flags
-// (--kubeconfig, --context, --user, --as, -n/--namespace, --request-timeout) bound
-// once on the root command, $KUBECONFIG honoured, and the in-cluster service account when no
-// kubeconfig is found.
+// (--kubeconfig, --context, --cluster, --user, --server, --token, TLS files, --as, -n,
+// --request-timeout) bound once on the root command, $KUBECONFIG honoured, and the in-cluster
+// service account when no kubeconfig or --server is given.
 type kubeOptions struct {
 	flags *genericclioptions.ConfigFlags
 	// allNamespaces is -A on list commands.
@@ -44,7 +44,16 @@ func newKubeOptions() *kubeOptions {
 		Namespace:        ptr.To(""),
 		Impersonate:      ptr.To(""),
 		ImpersonateGroup: ptr.To([]string{}),
+		ImpersonateUID:   ptr.To(""),
 		Timeout:          ptr.To("0"),
+		ClusterName:      ptr.To(""),
+		APIServer:        ptr.To(""),
+		TLSServerName:    ptr.To(""),
+		Insecure:         ptr.To(false),
+		CertFile:         ptr.To(""),
+		KeyFile:          ptr.To(""),
+		CAFile:           ptr.To(""),
+		BearerToken:      ptr.To(""),
 	}}
 }
 
@@ -99,7 +108,8 @@ func (k *kubeOptions) resolve() (*kubeTarget, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
-	if len(raw.Contexts) == 0 && len(raw.Clusters) == 0 && explicit == "" {
+	server := *k.flags.APIServer
+	if len(raw.Contexts) == 0 && len(raw.Clusters) == 0 && explicit == "" && server == "" {
 		if *k.flags.Context != "" {
 			return nil, fmt.Errorf("--context %s: no kubeconfig found to take it from", *k.flags.Context)
 		}
@@ -109,6 +119,16 @@ func (k *kubeOptions) resolve() (*kubeTarget, error) {
 		}
 		if *k.flags.Namespace != "" {
 			ns = *k.flags.Namespace
+		}
+		// As kubectl in a pod: --token and the TLS flags override the service account's.
+		if tok := *k.flags.BearerToken; tok != "" {
+			cfg.BearerToken, cfg.BearerTokenFile = tok, ""
+		}
+		if ca := *k.flags.CAFile; ca != "" {
+			cfg.CAFile = ca
+		}
+		if *k.flags.Insecure {
+			cfg.Insecure, cfg.CAFile = true, ""
 		}
 		return &kubeTarget{Config: cfg, Namespace: ns, Source: inClusterSource, Explicit: true}, nil
 	}
@@ -125,6 +145,8 @@ func (k *kubeOptions) resolve() (*kubeTarget, error) {
 	}
 	t := &kubeTarget{Config: cfg, Namespace: ns, Context: k.currentContext(raw)}
 	switch env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); {
+	case server != "":
+		t.Source, t.Explicit = "--server "+server, true
 	case explicit != "":
 		t.Source, t.Explicit = "--kubeconfig "+explicit, true
 	case env != "":

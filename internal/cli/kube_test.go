@@ -6,9 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/droverhq/drover/test/envtest"
 )
 
 // writeKubeconfig writes a kubeconfig whose contexts point at hosts; the first is current.
@@ -77,6 +83,7 @@ func TestKubeconfigResolution(t *testing.T) {
 		envPath  string   // $KUBECONFIG set to this path (which may not exist)
 		args     []string
 		host     string
+		token    string // the bearer token the config carries (not checked when empty)
 		ns       string
 		source   string
 		explicit bool
@@ -97,6 +104,12 @@ func TestKubeconfigResolution(t *testing.T) {
 		{name: "nothing", err: "no kubeconfig: pass --kubeconfig, set $KUBECONFIG"},
 		{name: "context without kubeconfig", pod: "p", args: []string{"--context", "c"}, err: "--context c: no kubeconfig"},
 		{name: "missing --kubeconfig file", args: []string{"--kubeconfig", "/nonexistent/kc"}, err: "--kubeconfig /nonexistent/kc: file not found"},
+		{name: "--server without kubeconfig", args: []string{"--server", "https://api.example:6443", "--token", "t0k"}, host: "https://api.example:6443", token: "t0k", source: "--server", explicit: true},
+		{name: "--server wins over the file's", env: []string{"env"}, args: []string{"--server", "https://other.example:6443"}, host: "https://other.example:6443", token: "x", source: "--server", explicit: true},
+		{name: "--server wins over pod", pod: "drover-system", args: []string{"--server", "https://api.example:6443", "--insecure-skip-tls-verify"}, host: "https://api.example:6443", source: "--server", explicit: true},
+		{name: "--token in a pod", pod: "drover-system", args: []string{"--token", "mine"}, host: "https://10.96.0.1:443", ns: "drover-system", token: "mine", source: inClusterSource, explicit: true},
+		{name: "--token over the file's user", env: []string{"env"}, args: []string{"--token", "mine"}, host: "https://env.example:6443", token: "mine", source: "$KUBECONFIG", explicit: true},
+		{name: "--cluster picks another cluster entry", env: []string{"env", "other"}, args: []string{"--cluster", "other"}, host: "https://other.example:6443", source: "$KUBECONFIG", explicit: true},
 		{name: "missing $KUBECONFIG file", home: []string{"home"}, envPath: "/nonexistent/kc", err: "$KUBECONFIG is /nonexistent/kc, and no such file exists"},
 	}
 	for _, tt := range tests {
@@ -141,7 +154,10 @@ func TestKubeconfigResolution(t *testing.T) {
 			if got.Config.Host != tt.host || got.Namespace != tt.ns || !strings.Contains(got.Source, tt.source) || got.Explicit != tt.explicit {
 				t.Errorf("got host %s ns %q source %q explicit %v; want %s %q %q %v", got.Config.Host, got.Namespace, got.Source, got.Explicit, tt.host, tt.ns, tt.source, tt.explicit)
 			}
-			if tt.pod != "" && got.Source == inClusterSource &&
+			if tt.token != "" && got.Config.BearerToken != tt.token {
+				t.Errorf("bearer token %q, want %q", got.Config.BearerToken, tt.token)
+			}
+			if tt.pod != "" && tt.token == "" && got.Source == inClusterSource &&
 				(got.Config.BearerTokenFile != filepath.Join(saDir, "token") || got.Config.CAFile != filepath.Join(saDir, "ca.crt")) {
 				t.Errorf("in-cluster token file %s, CA %s; want the service account's", got.Config.BearerTokenFile, got.Config.CAFile)
 			}
@@ -232,5 +248,47 @@ func TestExitCode(t *testing.T) {
 		if got := ExitCode(tc.err); got != tc.want {
 			t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestServerAndTokenFlags: with no kubeconfig anywhere, --server, --token and
+// --certificate-authority reach the API server as the token's identity, as with kubectl.
+func TestServerAndTokenFlags(t *testing.T) {
+	isolateKube(t)
+	ctx := t.Context()
+	ns := mgmt.Namespace(t)
+	sa, err := mgmt.ServiceAccountConfig(ctx, ns, "reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, mgmt.Config.CAData, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"fleet", "list", "-n", ns, "--server", mgmt.Config.Host, "--token", sa.BearerToken, "--certificate-authority", caFile}
+	_, _, err = drover(ctx, args...)
+	if err == nil || !strings.Contains(err.Error(), "system:serviceaccount:"+ns+":reader") {
+		t.Fatalf("as a service account without rights: err %v, want a refusal naming it", err)
+	}
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "list-clusters"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"fleet.drover.io"}, Resources: []string{"clusters"}, Verbs: []string{"list"}}},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "list-clusters"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "reader"}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := mgmt.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	envtest.Eventually(t, 10*time.Second, func() error {
+		_, _, err := drover(ctx, args...)
+		return err
+	})
+	if _, _, err := drover(ctx, append(args[:len(args)-2], "--insecure-skip-tls-verify")...); err != nil {
+		t.Errorf("--insecure-skip-tls-verify instead of the CA: %v", err)
 	}
 }
