@@ -25,8 +25,8 @@ import (
 var serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 // kubeOptions is the one way every command reaches the management cluster: kubectl's flags
-// (--kubeconfig, --context, --cluster, --user, --server, --token, TLS files, --as, -n,
-// --request-timeout) bound once on the root command, $KUBECONFIG honoured, and the in-cluster
+// (--kubeconfig, --context, --user, --server, --token, TLS files, --as, -n, --request-timeout)
+// bound once on the root command (not --cluster: in drover that names a fleet Cluster), $KUBECONFIG honoured, and the in-cluster
 // service account when no kubeconfig or --server is given.
 type kubeOptions struct {
 	flags *genericclioptions.ConfigFlags
@@ -46,7 +46,6 @@ func newKubeOptions() *kubeOptions {
 		ImpersonateGroup: ptr.To([]string{}),
 		ImpersonateUID:   ptr.To(""),
 		Timeout:          ptr.To("0"),
-		ClusterName:      ptr.To(""),
 		APIServer:        ptr.To(""),
 		TLSServerName:    ptr.To(""),
 		Insecure:         ptr.To(false),

@@ -109,7 +109,6 @@ func TestKubeconfigResolution(t *testing.T) {
 		{name: "--server wins over pod", pod: "drover-system", args: []string{"--server", "https://api.example:6443", "--insecure-skip-tls-verify"}, host: "https://api.example:6443", source: "--server", explicit: true},
 		{name: "--token in a pod", pod: "drover-system", args: []string{"--token", "mine"}, host: "https://10.96.0.1:443", ns: "drover-system", token: "mine", source: inClusterSource, explicit: true},
 		{name: "--token over the file's user", env: []string{"env"}, args: []string{"--token", "mine"}, host: "https://env.example:6443", token: "mine", source: "$KUBECONFIG", explicit: true},
-		{name: "--cluster picks another cluster entry", env: []string{"env", "other"}, args: []string{"--cluster", "other"}, host: "https://other.example:6443", source: "$KUBECONFIG", explicit: true},
 		{name: "missing $KUBECONFIG file", home: []string{"home"}, envPath: "/nonexistent/kc", err: "$KUBECONFIG is /nonexistent/kc, and no such file exists"},
 	}
 	for _, tt := range tests {
