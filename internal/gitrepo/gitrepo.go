@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,11 @@ const FieldOwner = "drover-gitrepo"
 // specHashAnnotation records the hash of the Bundle spec a GitRepo wrote, so unchanged Bundles
 // get no write when a commit changes other paths.
 const specHashAnnotation = fleetv1alpha1.LabelPrefix + "gitrepo-spec-hash"
+
+// syncGenerationAnnotation records the GitRepo's spec.forceSyncGeneration a Bundle was last
+// written for: a change of it is one more redeploy of the Bundle, added to the Bundle's own
+// count, which `drover bundle redeploy` may have raised and a rewrite must not undo.
+const syncGenerationAnnotation = fleetv1alpha1.LabelPrefix + "gitrepo-sync-generation"
 
 // DefaultPollingInterval is how often a GitRepo without spec.pollingInterval is checked.
 const DefaultPollingInterval = 15 * time.Second
@@ -443,6 +449,7 @@ func (r *Reconciler) writeBundle(ctx context.Context, gr *fleetv1alpha1.GitRepo,
 		labels[k] = v
 	}
 	labels[fleetv1alpha1.GitRepoNameLabel] = gr.Name
+	spec.ForceSyncGeneration = bundleSyncGeneration(gr, cur)
 	b := &fleetv1alpha1.Bundle{
 		TypeMeta: metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "Bundle"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: gr.Namespace, Name: rb.name,
@@ -451,6 +458,7 @@ func (r *Reconciler) writeBundle(ctx context.Context, gr *fleetv1alpha1.GitRepo,
 				fleetv1alpha1.GitRepoPathAnnotation:   rb.path,
 				fleetv1alpha1.GitRepoCommitAnnotation: commit,
 				specHashAnnotation:                    hash,
+				syncGenerationAnnotation:              strconv.FormatInt(gr.Spec.ForceSyncGeneration, 10),
 			}},
 		Spec: spec,
 	}
@@ -461,6 +469,24 @@ func (r *Reconciler) writeBundle(ctx context.Context, gr *fleetv1alpha1.GitRepo,
 		return fmt.Errorf("apply Bundle %s/%s: %w", gr.Namespace, rb.name, err)
 	}
 	return nil
+}
+
+// bundleSyncGeneration is the spec.forceSyncGeneration to write on gr's Bundle cur: the
+// Bundle's own (raised by drover bundle redeploy), one more when gr's changed since the Bundle
+// was last written (drover gitrepo redeploy), gr's for a new Bundle.
+func bundleSyncGeneration(gr *fleetv1alpha1.GitRepo, cur *fleetv1alpha1.Bundle) int64 {
+	if cur == nil {
+		return gr.Spec.ForceSyncGeneration
+	}
+	seen, err := strconv.ParseInt(cur.Annotations[syncGenerationAnnotation], 10, 64)
+	if err != nil {
+		// Written before the annotation: the Bundle carried the GitRepo's value.
+		seen = cur.Spec.ForceSyncGeneration
+	}
+	if seen != gr.Spec.ForceSyncGeneration {
+		return cur.Spec.ForceSyncGeneration + 1
+	}
+	return cur.Spec.ForceSyncGeneration
 }
 
 // holdTargets is rb's Bundle spec, targeting no cluster when rb is a paused fleet.yaml path

@@ -628,3 +628,84 @@ func TestGitRepoPrivateCA(t *testing.T) {
 		return wantDownstream(t, map[string]string{"default/private-ca": "one"})
 	})
 }
+
+// TestGitRepoRedeploy: a GitRepo's spec.forceSyncGeneration (drover gitrepo redeploy) brings
+// back a resource deleted downstream, through the Bundle and the agent; a Bundle's own
+// (drover bundle redeploy) does too, and survives the GitRepo rewriting the Bundle for a new
+// commit and a later GitRepo redeploy (which once reset it to the GitRepo's value).
+func TestGitRepoRedeploy(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	r := newRepo(t, "redeploy", false)
+	c1 := r.commit("one app", map[string]string{
+		"app/ns.yaml": namespaceYAML("redeploy"),
+		"app/cm.yaml": configMapYAML("redeploy", "cm", "one"),
+	})
+	gr := newGitRepo(t, "redeploy", r, func(s *fleetv1alpha1.GitRepoSpec) { s.Paths = []string{"app"} })
+	name := gitrepo.BundleName("redeploy", "app")
+	eventually(t, 60*time.Second, func() error {
+		if err := wantSynced(t, gr, c1, name); err != nil {
+			return err
+		}
+		return wantDownstream(t, map[string]string{"redeploy/cm": "one"})
+	})
+	bundleGen := func() int64 {
+		t.Helper()
+		b := &fleetv1alpha1.Bundle{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: name}, b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Spec.ForceSyncGeneration
+	}
+	deleteAndWaitBack := func(what string, redeploy func()) {
+		t.Helper()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "redeploy", Name: "cm"}}
+		if err := plain.Client.Delete(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		redeploy()
+		eventually(t, 30*time.Second, func() error {
+			if err := wantDownstream(t, map[string]string{"redeploy/cm": "one"}); err != nil {
+				return fmt.Errorf("after %s: %w", what, err)
+			}
+			return nil
+		})
+	}
+
+	deleteAndWaitBack("a GitRepo redeploy", func() {
+		patchSpec(t, gr, func(s *fleetv1alpha1.GitRepoSpec) { s.ForceSyncGeneration++ })
+	})
+	if g := bundleGen(); g != 1 {
+		t.Errorf("Bundle forceSyncGeneration %d after one GitRepo redeploy, want 1", g)
+	}
+
+	deleteAndWaitBack("a Bundle redeploy", func() {
+		b := &fleetv1alpha1.Bundle{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: name}, b); err != nil {
+			t.Fatal(err)
+		}
+		before := b.DeepCopy()
+		b.Spec.ForceSyncGeneration++
+		if err := mgmt.Client.Patch(ctx, b, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	c2 := r.commit("more", map[string]string{"app/cm2.yaml": configMapYAML("redeploy", "cm2", "two")})
+	eventually(t, 30*time.Second, func() error {
+		if err := wantSynced(t, gr, c2, name); err != nil {
+			return err
+		}
+		return wantDownstream(t, map[string]string{"redeploy/cm2": "two"})
+	})
+	if g := bundleGen(); g != 2 {
+		t.Errorf("Bundle forceSyncGeneration %d after the GitRepo rewrote it, want 2 (the Bundle redeploy kept)", g)
+	}
+
+	deleteAndWaitBack("a second GitRepo redeploy", func() {
+		patchSpec(t, gr, func(s *fleetv1alpha1.GitRepoSpec) { s.ForceSyncGeneration++ })
+	})
+	if g := bundleGen(); g != 3 {
+		t.Errorf("Bundle forceSyncGeneration %d after the second GitRepo redeploy, want 3", g)
+	}
+}
