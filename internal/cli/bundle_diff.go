@@ -26,6 +26,7 @@ import (
 	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/gitrepo"
 	"github.com/droverhq/drover/internal/helmchart"
+	"github.com/droverhq/drover/internal/text"
 )
 
 func newBundleDiffCommand(k *kubeOptions) *cobra.Command {
@@ -344,14 +345,14 @@ func proposedSpec(ctx context.Context, c client.Client, b *fleetv1alpha1.Bundle,
 	if o.revision != "" {
 		if gr.Spec.ClientSecretName != "" {
 			return nil, fmt.Errorf("GitRepo %s reads %s with the credentials of Secret %s, which drover bundle diff does not use: "+
-				"check out %s locally and pass -f DIR (the checkout of path %s) instead of --revision", gr.Name, gr.Spec.Repo, gr.Spec.ClientSecretName, o.revision, p)
+				"check out %s locally and pass -f DIR (the checkout of path %s) instead of --revision", gr.Name, text.RedactRepo(gr.Spec.Repo), gr.Spec.ClientSecretName, o.revision, p)
 		}
 		commit, r, err := gitrepo.RenderRevision(ctx, gr, o.revision)
 		if err != nil {
 			return nil, fmt.Errorf("GitRepo %s at %s: %w", gr.Name, o.revision, err)
 		}
 		rendered, d.Commit = r, commit
-		d.Proposed = "revision " + o.revision + " (commit " + commit + ") of " + gr.Spec.Repo + ", path " + p + " of GitRepo " + gr.Name
+		d.Proposed = "revision " + o.revision + " (commit " + commit + ") of " + text.RedactRepo(gr.Spec.Repo) + ", path " + p + " of GitRepo " + gr.Name
 	} else {
 		root, at, err := checkoutOf(o.dir, p)
 		if err != nil {

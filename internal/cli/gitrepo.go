@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/text"
 )
 
 func newGitRepoCommand(k *kubeOptions) *cobra.Command {
@@ -232,7 +233,7 @@ func newGitRepoDeleteCommand(k *kubeOptions) *cobra.Command {
 // gitRepoColumns are the table columns of GitRepos.
 var gitRepoColumns = []column[*fleetv1alpha1.GitRepo]{
 	{name: "NAME", cell: func(g *fleetv1alpha1.GitRepo) string { return g.Name }},
-	{name: "REPO", cell: func(g *fleetv1alpha1.GitRepo) string { return g.Spec.Repo }},
+	{name: "REPO", cell: func(g *fleetv1alpha1.GitRepo) string { return text.RedactRepo(g.Spec.Repo) }},
 	{name: "COMMIT", cell: func(g *fleetv1alpha1.GitRepo) string { return shortCommit(g.Status.Commit) }},
 	{name: "BUNDLES", cell: func(g *fleetv1alpha1.GitRepo) string {
 		return fmt.Sprintf("%d/%d", g.Status.Summary.ReadyBundles, g.Status.Summary.Bundles)
@@ -253,7 +254,7 @@ var gitRepoColumns = []column[*fleetv1alpha1.GitRepo]{
 func printGitRepo(w io.Writer, gr *fleetv1alpha1.GitRepo) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "GitRepo:\t%s/%s\n", gr.Namespace, gr.Name)
-	fmt.Fprintf(tw, "Repo:\t%s\n", gr.Spec.Repo)
+	fmt.Fprintf(tw, "Repo:\t%s\n", text.RedactRepo(gr.Spec.Repo))
 	fmt.Fprintf(tw, "Revision:\t%s\n", gr.Spec.Follows())
 	fmt.Fprintf(tw, "Paths:\t%s\n", orDash(strings.Join(gr.Spec.Paths, ", ")))
 	fmt.Fprintf(tw, "Commit:\t%s\n", orDash(gr.Status.Commit))

@@ -37,6 +37,3 @@ func ListWithColumn(ctx context.Context, rc rest.Interface, kind, ns, extra stri
 	k.table = &t
 	return listStream(ctx, rc, k, ns, "")
 }
-
-// MaskRepo is a repository URL as the GitRepos page shows it.
-func MaskRepo(repo string) string { return maskRepo(repo) }

@@ -65,7 +65,7 @@ func newFleet(t testing.TB, ns string) *fleet {
 			ClusterRef: &migrationv1alpha1.ClusterReference{Namespace: ns, Name: "prod"}}}
 	edgeNS := []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: ns + "-e1"}}, {ObjectMeta: metav1.ObjectMeta{Name: ns + "-e2"}}}
 	f.apps = &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps"},
-		Spec: fleetv1alpha1.GitRepoSpec{Repo: "https://deploy@git.example.com/org/apps.git", Branch: "main", Paths: []string{"apps/*"},
+		Spec: fleetv1alpha1.GitRepoSpec{Repo: "https://git.example.com/org/apps.git", Branch: "main", Paths: []string{"apps/*"},
 			ClientSecretName: "git-auth"}}
 	f.infra = &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infra"},
 		Spec: fleetv1alpha1.GitRepoSpec{Repo: "git@github.com:org/infra.git", Tag: "v1.2.0", Paused: true}}

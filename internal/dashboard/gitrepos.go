@@ -5,12 +5,12 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/text"
 )
 
 // gitRepoView is one GitRepo on the GitRepos page.
@@ -77,7 +77,7 @@ func (h *Handler) gitRepos(ctx context.Context, _ *http.Request, v *viewer, s *s
 }
 
 func newGitRepoView(gr *fleetv1alpha1.GitRepo) gitRepoView {
-	v := gitRepoView{Namespace: gr.Namespace, Name: gr.Name, Repo: maskRepo(gr.Spec.Repo), Wants: gr.Spec.Follows(), Paths: gr.Spec.Paths,
+	v := gitRepoView{Namespace: gr.Namespace, Name: gr.Name, Repo: text.RedactRepo(gr.Spec.Repo), Wants: gr.Spec.Follows(), Paths: gr.Spec.Paths,
 		Commit: gr.Status.Commit, Bundles: gr.Status.Bundles, BundlesReady: gr.Status.Summary.ReadyBundles,
 		Paused: gr.Spec.Paused, ClientSecret: gr.Spec.ClientSecretName,
 		Synced:      meta.FindStatusCondition(gr.Status.Conditions, fleetv1alpha1.ConditionSynced),
@@ -113,17 +113,4 @@ func newGitRepoView(gr *fleetv1alpha1.GitRepo) gitRepoView {
 		v.State = gitStateNotReady
 	}
 	return v
-}
-
-// maskRepo hides a password in a repository URL. The CRD refuses new ones, but a GitRepo stored
-// before that check may still carry one, and a page must never show it.
-func maskRepo(repo string) string {
-	u, err := url.Parse(repo)
-	if err != nil || u.User == nil {
-		if i, j := strings.Index(repo, "://"), strings.LastIndex(repo, "@"); i >= 0 && j > i {
-			return repo[:i+3] + "xxxxx" + repo[j:] // unparseable: hide all of the user part
-		}
-		return repo
-	}
-	return u.Redacted()
 }

@@ -49,7 +49,7 @@ func TestPages(t *testing.T) {
 				`data-bundle="monitoring" data-state="errapplied"`, `data-bundle="monitoring" data-state="modified"`,
 				`data-cluster="` + ns + `/edge-3">\s*<th>[^<]*<span[^>]*>waiting</span>\s*</th>\s*<td class="cell cell-none"`}},
 		{"gitrepos", "/gitrepos" + q, []string{`data-gitrepo="` + ns + `/apps" data-state="error"`, `data-error="RenderFailed"`,
-			"apps/db/drover.yaml: unknown key helm.vaules", "https://deploy@git.example.com/org/apps.git", "branch main", "paths apps/*",
+			"apps/db/drover.yaml: unknown key helm.vaules", "https://git.example.com/org/apps.git", "branch main", "paths apps/*",
 			"credentials from Secret git-auth", `data-commit="0123456789abcdef0123456789abcdef01234567">0123456789ab<`, "1 of 2 Bundles ready",
 			`data-bundle="apps-db" data-ready="false"`, "edge-2: pending", `data-bundle="apps-web" data-ready="true"`,
 			`data-gitrepo="` + ns + `/infra" data-state="paused"`, "tag v1.2.0", "fetching paused", `href="/bundles?namespace=` + ns + `"`}, nil},

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/text"
 )
 
 // syncError is a failure with the stable reason the Synced condition reports.
@@ -71,15 +72,25 @@ type checkout struct {
 func endpoint(repo string) (*transport.Endpoint, error) {
 	ep, err := transport.NewEndpoint(repo)
 	if err != nil {
-		return nil, failf(fleetv1alpha1.ReasonFetchFailed, err, "repo %q is not a Git URL", repo)
+		return nil, failf(fleetv1alpha1.ReasonFetchFailed, nil, "repo %q is not a Git URL", text.RedactRepo(repo))
 	}
+	// Older objects (the CRD refuses new ones): the URL is not repeated, it holds the secret.
 	if ep.Password != "" {
-		// Older objects (the CRD refuses new ones): the URL is not repeated, it holds the password.
 		return nil, failf(fleetv1alpha1.ReasonClientSecretInvalid, nil,
 			"spec.repo carries a password: remove it from the URL and put the credentials in a Secret named by spec.clientSecretName")
 	}
 	switch ep.Protocol {
-	case "https", "http", "ssh", "git":
+	case "https", "http", "git":
+		if ep.User != "" {
+			return nil, failf(fleetv1alpha1.ReasonClientSecretInvalid, nil,
+				"spec.repo carries a user or token before the host: remove it from the URL and put the credentials in a Secret named by spec.clientSecretName")
+		}
+		if _, rest, _ := strings.Cut(repo, "://"); strings.ContainsAny(rest, "?#") {
+			return nil, failf(fleetv1alpha1.ReasonClientSecretInvalid, nil,
+				"spec.repo carries a query or fragment: remove it from the URL and put the credentials in a Secret named by spec.clientSecretName")
+		}
+		return ep, nil
+	case "ssh":
 		return ep, nil
 	}
 	return nil, failf(fleetv1alpha1.ReasonFetchFailed, nil, "repo %q: protocol %q is not supported (use https, http, ssh or git)", repo, ep.Protocol)

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestEndpointRefusesPassword: a GitRepo stored before the CRD refused passwords in spec.repo is
-// not fetched with it, and the condition's message does not repeat the URL.
+// TestEndpointRefusesPassword: a GitRepo stored before the CRD refused passwords, http(s) users
+// (a token works as one) and queries in spec.repo is not fetched with them, and the condition's
+// message does not repeat the URL.
 func TestEndpointRefusesPassword(t *testing.T) {
 	for _, tc := range []struct {
 		repo string
@@ -14,7 +15,12 @@ func TestEndpointRefusesPassword(t *testing.T) {
 	}{
 		{"https://deploy:s3cr3t@git.example.com/org/apps.git", false},
 		{"ssh://git:s3cr3t@git.example.com/org/apps.git", false},
-		{"https://deploy@git.example.com/org/apps.git", true},
+		{"https://ghp_s3cr3t@git.example.com/org/apps.git", false},
+		{"git://s3cr3t@git.example.com/org/apps.git", false},
+		{"https://git.example.com/org/apps.git?private_token=s3cr3t", false},
+		{"https://git.example.com/org/apps.git#s3cr3t", false},
+		{"https://git.example.com:8443/org/apps@v2.git", true},
+		{"ssh://git@git.example.com/org/apps.git", true},
 		{"git@github.com:org/apps.git", true},
 	} {
 		t.Run(tc.repo, func(t *testing.T) {

@@ -71,6 +71,8 @@ type GitRepoSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('http://') || self.startsWith('ssh://') || self.startsWith('git://') || self.matches('^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:')",message="repo must be an https://, http://, ssh://, git:// or user@host:path URL",reason=FieldValueForbidden
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z][A-Za-z0-9+.-]*://[^/@]*:[^/@]*@')",message="repo must not carry a password (it would show wherever the URL does): put the credentials in a Secret named by spec.clientSecretName",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(?i)(https?|git)://[^/?#]*@')",message="an http(s) or git:// repo must not carry a user or token (https://TOKEN@host works with some providers, and would show wherever the URL does): put the credentials in a Secret named by spec.clientSecretName",reason=FieldValueForbidden
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(?i)(https?|git)://[^?#]*[?#]')",message="an http(s) or git:// repo must not carry a query or fragment (where tokens such as ?private_token= sit): put the credentials in a Secret named by spec.clientSecretName",reason=FieldValueForbidden
 	Repo string `json:"repo"`
 	// Branch to follow (default: the repository's default branch).
 	// +kubebuilder:validation:MaxLength=255

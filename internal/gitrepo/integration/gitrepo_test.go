@@ -323,7 +323,7 @@ func TestGitRepoErrors(t *testing.T) {
 	})
 	t.Run("password in the repo URL", func(t *testing.T) {
 		t.Parallel()
-		// A password in the URL would show wherever the URL does (status, events, drover
+		// A password or token in the URL would show wherever the URL does (status, events, drover
 		// gitrepo list, the dashboard): the API server refuses it and says where it goes.
 		for _, tc := range []struct {
 			repo string
@@ -332,8 +332,12 @@ func TestGitRepoErrors(t *testing.T) {
 			{"https://deploy:s3cr3t-token@git.example.com/org/apps.git", false},
 			{"http://oauth2:s3cr3t-token@git.example.com:8080/org/apps.git", false},
 			{"ssh://git:s3cr3t-token@git.example.com/org/apps.git", false},
-			{"https://deploy@git.example.com/org/apps.git", true},
+			{"https://ghp_s3cr3t-token@git.example.com/org/apps.git", false},
+			{"HTTPS://s3cr3t-token@git.example.com/org/apps.git", false},
+			{"git://s3cr3t-token@git.example.com/org/apps.git", false},
+			{"https://git.example.com/org/apps.git?private_token=s3cr3t-token", false},
 			{"https://git.example.com:8443/org/apps@v2.git", true},
+			{"ssh://git@git.example.com/org/apps.git", true},
 			{"git@github.com:org/apps.git", true},
 		} {
 			gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Namespace: ws, GenerateName: "url-"},
