@@ -45,6 +45,17 @@ const JoinFinalizer = "management.drover.io/fleet-join"
 // RefreshAnnotation asks for a refresh now when set to a new value.
 const RefreshAnnotation = "management.drover.io/refresh"
 
+// AdoptAnnotation ("true") lets a Cluster to create take over a cluster of its name that already
+// exists at the provider: for a Cluster that created it and lost its status (restored from a
+// backup without status). drover takes the provider's settings as the Cluster's (nothing is
+// reverted) and manages it as its own from then on, deleting it with the Cluster.
+const AdoptAnnotation = "management.drover.io/adopt"
+
+// OrphanAnnotation ("true") makes deleting the Cluster leave the cloud cluster running: the way
+// out when it cannot or should not be deleted (credentials gone with a deleted namespace, a
+// closed account, a cluster handed over to another tool).
+const OrphanAnnotation = "management.drover.io/orphan"
+
 // Condition types (their reasons are the v1.Reason* constants).
 const (
 	CondReady       = v1.ConditionReady
@@ -361,6 +372,29 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	if st.Phase == "" && p.Imported(c) {
 		st.Phase = v1.PhaseImporting
 	}
+	adopting := st.Phase == "" && !p.Imported(c)
+	if adopting && c.Annotations[AdoptAnnotation] != "true" {
+		// The cache may not hold this pass's own create yet (phase creating): confirm live.
+		live := &v1.Cluster{}
+		if err := ps.r.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live); err != nil {
+			return reconcile.Result{}, fmt.Errorf("re-read Cluster %s: %w", ps.key(), err)
+		}
+		if live.Status.Phase != "" {
+			ps.orig = ps.c.DeepCopy() // nothing to write from a stale read
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		// Someone else's cluster (another Cluster's, a console's): taking it over would push
+		// this config over it, and deleting this Cluster would delete it.
+		msg := fmt.Sprintf("A %s cluster of this name already exists at the provider, and this Cluster did not create it: drover neither changes nor deletes it. "+
+			"To manage it, set imported: true in the config (drover never deletes an imported cluster); to create a new one, choose another name. "+
+			"If drover did create it and this Cluster lost its status (a restore from a backup), annotate the Cluster %s=true.", p.Name(), AdoptAnnotation)
+		st.FailureMessage = msg
+		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonAlreadyExists, msg)
+		if old := meta.FindStatusCondition(ps.orig.Status.Conditions, CondReady); old == nil || old.Reason != v1.ReasonAlreadyExists {
+			ps.event(corev1.EventTypeWarning, v1.ReasonAlreadyExists, "Create", "%s", msg)
+		}
+		return reconcile.Result{RequeueAfter: ps.nextRefresh()}, nil
+	}
 	if err := p.SetStatus(c, obs.Upstream, nil, obs); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -396,8 +430,15 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	// The first pass after a create adopts what the provider chose for defaulted fields (GKE's
 	// zones of a regional cluster), whatever the policy: that is not drift.
 	created := st.Phase == v1.PhaseCreating
-	if c.Spec.SyncPolicy == v1.SyncPolicyEnforce && !created {
+	if c.Spec.SyncPolicy == v1.SyncPolicyEnforce && !created && !adopting {
 		policy = merge.Enforce
+	}
+	if adopting {
+		// Whatever the restored config says, the provider's state is newer: with the config as
+		// the base, every difference is an upstream change and is adopted, none pushed.
+		applied = config
+		st.FailureMessage = ""
+		ps.event(corev1.EventTypeNormal, "AdoptedCluster", "Adopt", "Took over the existing %s cluster (%s=true), with the provider's settings", p.Name(), AdoptAnnotation)
 	}
 	result := merge.ThreeWay(p.Schema(), policy, applied, config, obs.Upstream)
 
@@ -622,8 +663,13 @@ func (ps *pass) delete(ctx context.Context) (reconcile.Result, error) {
 		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 	}
 	if p.Imported(c) || st.Phase == "" {
-		// Imported clusters are forgotten, never deleted in the cloud; never-created ones have
-		// nothing to delete.
+		// Imported clusters are forgotten, never deleted in the cloud; never-created ones (and
+		// ones refused as AlreadyExists) have nothing to delete.
+		return reconcile.Result{}, ps.removeFinalizer(ctx)
+	}
+	if c.Annotations[OrphanAnnotation] == "true" {
+		ps.event(corev1.EventTypeWarning, "Orphaned", "Delete", "The cluster was left running at the provider (%s=true): drover no longer manages it; delete it there when it is no longer needed", OrphanAnnotation)
+		ctrl.LoggerFrom(ctx).Info("Cluster left running at the provider", "annotation", OrphanAnnotation)
 		return reconcile.Result{}, ps.removeFinalizer(ctx)
 	}
 	// Deleting from here on, also while credentials are missing: the phase says what is
@@ -631,6 +677,8 @@ func (ps *pass) delete(ctx context.Context) (reconcile.Result, error) {
 	st.Phase = v1.PhaseDeleting
 	sess, res, err := ps.connect(ctx)
 	if sess == nil {
+		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonDeleting, fmt.Sprintf(
+			"The cluster cannot be deleted at the provider until its credentials work (see CredentialsValid). To remove this Cluster and leave the cloud cluster running instead, annotate it %s=true.", OrphanAnnotation))
 		return res, err
 	}
 	obs, err := sess.Observe(ctx, c)

@@ -65,6 +65,9 @@ const (
 	ReasonProviderFailed       = "ProviderFailed"
 	ReasonNotFound             = "NotFound"
 	ReasonDeletedOutsideDrover = "DeletedOutsideDrover"
+	// ReasonAlreadyExists: a Cluster to create names a cluster that already exists at the
+	// provider, which this Cluster did not create: drover neither takes it over nor deletes it.
+	ReasonAlreadyExists = "AlreadyExists"
 	ReasonCredentialsMissing   = "CredentialsMissing"
 	ReasonCredentialsInvalid   = "CredentialsInvalid"
 
