@@ -67,9 +67,9 @@ const (
 	ReasonDeletedOutsideDrover = "DeletedOutsideDrover"
 	// ReasonAlreadyExists: a Cluster to create names a cluster that already exists at the
 	// provider, which this Cluster did not create: drover neither takes it over nor deletes it.
-	ReasonAlreadyExists = "AlreadyExists"
-	ReasonCredentialsMissing   = "CredentialsMissing"
-	ReasonCredentialsInvalid   = "CredentialsInvalid"
+	ReasonAlreadyExists      = "AlreadyExists"
+	ReasonCredentialsMissing = "CredentialsMissing"
+	ReasonCredentialsInvalid = "CredentialsInvalid"
 
 	// Synced.
 	ReasonInSync          = "InSync"
