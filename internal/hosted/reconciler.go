@@ -369,6 +369,10 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	if !obs.Exists {
 		return ps.notFound(ctx, sess, config)
 	}
+	// Never observed by this Cluster: a new import, a Cluster that lost its status (restore),
+	// or one naming someone else's cluster. Its config has no base to tell drover's changes
+	// from the provider's, so this pass changes nothing at the provider.
+	firstSight := st.Phase == "" || st.Phase == v1.PhaseImporting
 	if st.Phase == "" && p.Imported(c) {
 		st.Phase = v1.PhaseImporting
 	}
@@ -430,15 +434,18 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	// The first pass after a create adopts what the provider chose for defaulted fields (GKE's
 	// zones of a regional cluster), whatever the policy: that is not drift.
 	created := st.Phase == v1.PhaseCreating
-	if c.Spec.SyncPolicy == v1.SyncPolicyEnforce && !created && !adopting {
+	if c.Spec.SyncPolicy == v1.SyncPolicyEnforce && !created && !firstSight {
 		policy = merge.Enforce
 	}
-	if adopting {
-		// Whatever the restored config says, the provider's state is newer: with the config as
-		// the base, every difference is an upstream change and is adopted, none pushed.
+	if firstSight {
+		// Whatever a restored or imported config says, the provider's state is newer: with the
+		// config as the base, every difference is an upstream change and is adopted, none
+		// pushed (an Adopted event each); edits after this pass are pushed as usual.
 		applied = config
 		st.FailureMessage = ""
-		ps.event(corev1.EventTypeNormal, "AdoptedCluster", "Adopt", "Took over the existing %s cluster (%s=true), with the provider's settings", p.Name(), AdoptAnnotation)
+		if adopting {
+			ps.event(corev1.EventTypeNormal, "AdoptedCluster", "Adopt", "Took over the existing %s cluster (%s=true), with the provider's settings", p.Name(), AdoptAnnotation)
+		}
 	}
 	result := merge.ThreeWay(p.Schema(), policy, applied, config, obs.Upstream)
 

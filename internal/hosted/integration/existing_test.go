@@ -15,7 +15,7 @@ import (
 
 // TestExistingClusterNotTakenOver: a Cluster to create that names a cluster which already
 // exists at the provider (a copied manifest with only metadata.name changed) neither changes it
-// nor, when deleted, deletes it; a Cluster that lost its status (a restore without status) is
+// nor, when deleted, deletes it; an import's first pass adopts, never pushes; a Cluster that lost its status (a restore without status) is
 // refused the same way until annotated adopt, and then takes the provider's settings, reverting
 // nothing; an orphan annotation leaves the cloud cluster running when the Cluster is deleted.
 func TestExistingClusterNotTakenOver(t *testing.T) {
@@ -63,6 +63,35 @@ func TestExistingClusterNotTakenOver(t *testing.T) {
 			t.Fatalf("refused Cluster not deleted: %v", err)
 		}
 		h.tags(t, "shop") // still there at the provider
+
+		// Importing it with a config that differs (a restored imported Cluster, or a manifest
+		// with fields set) changes nothing at the provider: the first pass adopts.
+		imp := h.created("shop")
+		imp.Name, imp.Namespace = "imp", e.ns
+		h.setCfgTag(imp, "team", "stale")
+		switch {
+		case imp.Spec.EKSConfig != nil:
+			imp.Spec.EKSConfig.Imported = true
+		case imp.Spec.AKSConfig != nil:
+			imp.Spec.AKSConfig.Imported = true
+		case imp.Spec.GKEConfig != nil:
+			imp.Spec.GKEConfig.Imported = true
+		}
+		if err := mgmt.Client.Create(ctx, imp); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.settle("imp"); got.Status.Phase != v1.PhaseActive || h.cfgTags(got)["team"] != "platform" {
+			t.Errorf("import with a differing tag: phase %q, config tags %v; want active with the provider's tags adopted", got.Status.Phase, h.cfgTags(got))
+		}
+		if tags := h.tags(t, "shop"); tags["team"] != "platform" || tags["owner"] != "terraform" {
+			t.Fatalf("importing changed the cluster: tags %v", tags)
+		}
+		if err := mgmt.Client.Delete(ctx, e.get("imp")); err != nil {
+			t.Fatal(err)
+		}
+		if c := e.settle("imp"); c != nil {
+			t.Fatal("imported Cluster not forgotten")
+		}
 
 		// A restore without status.
 		shop := e.get("shop")
