@@ -370,6 +370,10 @@ func checkHosted(ctx context.Context, c client.Client, ns string) (string, strin
 		if h.Status.Phase == managementv1alpha1.PhaseFailed {
 			return "failed"
 		}
+		// Refused: it names someone else's cluster at the provider, and waits for a decision.
+		if r := meta.FindStatusCondition(h.Status.Conditions, managementv1alpha1.ConditionReady); r != nil && r.Reason == managementv1alpha1.ReasonAlreadyExists {
+			return r.Reason
+		}
 		// Credentials the provider rejects (or a missing, incomplete Secret): drover cannot
 		// read or change the cluster, whatever its last known phase says.
 		if cv := meta.FindStatusCondition(h.Status.Conditions, managementv1alpha1.ConditionCredentialsValid); cv != nil && cv.Status == metav1.ConditionFalse {

@@ -230,6 +230,15 @@ func TestCheck(t *testing.T) {
 	if err := c.Status().Update(ctx, rejected); err != nil {
 		t.Fatal(err)
 	}
+	// One refused: it names a cluster another owns at the provider.
+	taken := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "copy"}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{DisplayName: "prod-east", Region: "us-east-1", CredentialSecret: "aws"}}}
+	if err := c.Create(ctx, taken); err != nil {
+		t.Fatal(err)
+	}
+	taken.Status.Conditions = []metav1.Condition{{Type: v1.ConditionReady, Status: "False", Reason: v1.ReasonAlreadyExists, Message: "m", LastTransitionTime: now}}
+	if err := c.Status().Update(ctx, taken); err != nil {
+		t.Fatal(err)
+	}
 	// An active one that cannot join the fleet, one that stays out of it.
 	for name, reason := range map[string]string{"prod-west": v1.ReasonAccessEntryMissing, "lab": v1.ReasonJoinDisabled} {
 		h := &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.ClusterSpec{EKSConfig: &v1.EKSClusterConfig{DisplayName: name, Region: "us-west-2", CredentialSecret: "aws"}}}
@@ -251,7 +260,7 @@ func TestCheck(t *testing.T) {
 		expect(t, got, "fleet", checkWarn, "4 registered clusters", "1 disconnected: edge-gone", "1 never checked in: edge-new",
 			"1 whose agent cannot reach their API server: edge-down", "(drover fleet get NAME -n "+ns+")", "agents run v1.2.0 (1), v1.3.0 (2)")
 		expect(t, got, "bundles", checkWarn, "2 of 3 Bundles not ready", "typo (TargetsNoCluster)", "web (ApplyFailed)", "(drover bundle status NAME -n "+ns+")")
-		expect(t, got, "hosted-clusters", checkWarn, "3 of 4 hosted clusters failed, lack valid credentials or cannot join the fleet: prod-east (failed), prod-north (CredentialsValid Rejected), prod-west (AccessEntryMissing)", "drover cluster get")
+		expect(t, got, "hosted-clusters", checkWarn, "4 of 5 hosted clusters failed, lack valid credentials or cannot join the fleet: copy (AlreadyExists), prod-east (failed), prod-north (CredentialsValid Rejected), prod-west (AccessEntryMissing)", "drover cluster get")
 		expect(t, got, "gitrepos", checkWarn, "3 of 4 GitRepos need attention", "apps-fleet (UnsupportedFleetKeys)", "apps-typo (TargetsNoCluster)",
 			"apps-untargeted (NoTargets)", "(drover gitrepo get NAME -n "+ns+")")
 		expect(t, got, "migrations", checkOK)
