@@ -47,6 +47,7 @@ type checkResult struct {
 
 func newCheckCommand(k *kubeOptions) *cobra.Command {
 	var format string
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check that drover is installed and running, and list what in the fleet needs attention",
@@ -57,9 +58,12 @@ can find the API server (registration settings), and what in the fleet needs att
 disconnected agents, Bundles and GitRepos that are not ready, failed hosted clusters and
 migrations (in every namespace, or in -n NAMESPACE). Each line says where to look next.
 
-Exit 0 when nothing is FAIL (warnings are fleet state, not drover's health), 3 otherwise.`,
+Exit 0 when nothing is FAIL (warnings are fleet state, not drover's health), 3 otherwise.
+With --strict, also 3 on any warning, including a check your identity may not run: a CI gate
+then cannot pass with a token that could check nothing.`,
 		Example: `  drover check
-  drover check -n team-a -o json`,
+  drover check -n team-a -o json
+  drover check --strict     # gate: fail on warnings and on checks that could not run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if format != "" && format != "json" {
@@ -88,10 +92,14 @@ Exit 0 when nothing is FAIL (warnings are fleet state, not drover's health), 3 o
 			if slices.ContainsFunc(results, func(r checkResult) bool { return r.Result == checkFail }) {
 				return withCode(ExitNotReady, fmt.Errorf("drover check: %d of %d checks failed", countResults(results, checkFail), len(results)))
 			}
+			if n := countResults(results, checkWarn); strict && n > 0 {
+				return withCode(ExitNotReady, fmt.Errorf("drover check --strict: %d of %d checks warn", n, len(results)))
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "", "output format: json (default: a table)")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 3 on warnings too (and on checks your identity may not run)")
 	return cmd
 }
 

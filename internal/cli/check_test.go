@@ -256,6 +256,9 @@ func TestCheck(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit %d (%v): warnings alone must not fail\n%s", ExitCode(err), err, out)
 		}
+		if _, _, err := check(t, "--strict"); ExitCode(err) != ExitNotReady || !strings.Contains(err.Error(), "checks warn") {
+			t.Errorf("--strict with warnings: exit %d (%v), want %d", ExitCode(err), err, ExitNotReady)
+		}
 		expect(t, got, "registration", checkOK, "https://mgmt.example.com:6443")
 		expect(t, got, "fleet", checkWarn, "4 registered clusters", "1 disconnected: edge-gone", "1 never checked in: edge-new",
 			"1 whose agent cannot reach their API server: edge-down", "(drover fleet get NAME -n "+ns+")", "agents run v1.2.0 (1), v1.3.0 (2)")
