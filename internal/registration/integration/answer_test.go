@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -153,18 +154,26 @@ func TestRefusedRegistrationExpires(t *testing.T) {
 		t.Fatalf("registration: %+v", c)
 	}
 	eventually(t, 10*time.Second, func() error { return mgmt.Client.Get(ctx, answerOf(cr), &corev1.Secret{}) })
-	// As if the refusal were older than the TTL (1 h by default).
-	got := &fleetv1alpha1.ClusterRegistration{}
-	if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(cr), got); err != nil {
-		t.Fatal(err)
-	}
-	before := got.DeepCopy()
-	meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionGranted).LastTransitionTime = metav1.NewTime(time.Now().Add(-2 * time.Hour))
-	if err := mgmt.Client.Status().Patch(ctx, got, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, func() error {
-		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(cr), &fleetv1alpha1.ClusterRegistration{}); !apierrors.IsNotFound(err) {
+	// As if the refusal were older than the TTL (1 h by default): set again whenever a pass of
+	// the controller that read the registration before this patch wrote its status after it.
+	eventually(t, 60*time.Second, func() error {
+		got := &fleetv1alpha1.ClusterRegistration{}
+		err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(cr), got)
+		if err == nil && got.DeletionTimestamp.IsZero() {
+			c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionGranted)
+			if c == nil {
+				return errors.New("no Granted condition")
+			}
+			if time.Since(c.LastTransitionTime.Time) < time.Hour {
+				before := got.DeepCopy()
+				c.LastTransitionTime = metav1.NewTime(time.Now().Add(-2 * time.Hour))
+				if err := mgmt.Client.Status().Patch(ctx, got, client.MergeFrom(before)); err != nil {
+					return fmt.Errorf("backdate the refusal: %w", err)
+				}
+				return errors.New("refusal backdated")
+			}
+		}
+		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("refused registration still there (%w)", err)
 		}
 		if err := mgmt.Client.Get(ctx, answerOf(cr), &corev1.Secret{}); !apierrors.IsNotFound(err) {
