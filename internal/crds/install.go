@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	crdfiles "github.com/droverhq/drover/config/crd"
+	"github.com/droverhq/drover/internal/version"
 )
 
 const fieldManager = "drover"
@@ -42,16 +44,36 @@ func Load() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return out, nil
 }
 
-// Install applies every embedded CRD (server-side apply, so upgrades are in place) and waits
-// until each is Established.
+// Install applies every embedded CRD (server-side apply, so upgrades are in place), stamped
+// with this binary's version (VersionAnnotation), except those an older binary must not
+// overwrite (see Keep), and waits until each is Established.
 func Install(ctx context.Context, c client.Client) error {
 	list, err := Load()
 	if err != nil {
 		return err
 	}
+	running := version.Get().Version
+	log := crlog.FromContext(ctx)
 	for _, crd := range list {
+		current := &apiextensionsv1.CustomResourceDefinition{}
+		switch err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, current); {
+		case apierrors.IsNotFound(err):
+			current = nil
+		case err != nil:
+			return fmt.Errorf("read CRD %s: %w", crd.Name, err)
+		}
+		if current != nil {
+			if keep, why := Keep(current, crd, running); keep {
+				log.Info("Leaving the cluster's CRD as it is: it is newer than this drover's, whose API is a subset of it", "crd", crd.Name, "version", running, "reason", why)
+				continue
+			}
+		}
 		crd.APIVersion = apiextensionsv1.SchemeGroupVersion.String()
 		crd.Kind = "CustomResourceDefinition"
+		if crd.Annotations == nil {
+			crd.Annotations = map[string]string{}
+		}
+		crd.Annotations[VersionAnnotation] = running
 		if err := c.Patch(ctx, crd, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply with a typed object is fine here
 			return fmt.Errorf("apply CRD %s: %w", crd.Name, err)
 		}
