@@ -55,6 +55,17 @@ func (v *viewer) csrfToken() string {
 
 var errLogin = errors.New("not signed in")
 
+// errCannotCheck is the sign-in page's words when the API server did not answer whether a
+// credential is valid.
+const errCannotCheck = "cannot reach the management API server to check this token: try again"
+
+// checkError: the API server did not answer whether a credential is valid (it was not
+// refused either): the sign-in is not made, and may be tried again.
+type checkError struct{ err error }
+
+func (e *checkError) Error() string { return errCannotCheck + " (" + e.err.Error() + ")" }
+func (e *checkError) Unwrap() error { return e.err }
+
 // viewerFor resolves the request's identity. errLogin means no (valid) credential.
 func (h *Handler) viewerFor(r *http.Request) (*viewer, error) {
 	if h.opts.Local != nil {
@@ -141,17 +152,17 @@ func (h *Handler) whoAmI(ctx context.Context, cfg *rest.Config, secret string) (
 		return "", fmt.Errorf("clientset: %w", err)
 	}
 	res, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	user := ""
 	switch {
 	case apierrors.IsUnauthorized(err):
 		return "", errLogin
 	case err != nil:
-		// Not fatal: an API server without SelfSubjectReview still serves the reads.
+		// Only a review the API server answered vouches for the credential: an error (the API
+		// server down, a proxy's 502) says nothing of it, and taking it as a sign-in would let
+		// any token in, and remember it for SessionTTL.
 		ctrl.LoggerFrom(ctx).V(1).Info("SelfSubjectReview failed", "error", err.Error())
-		user = "(unknown user)"
-	default:
-		user = res.Status.UserInfo.Username
+		return "", &checkError{err: err}
 	}
+	user := res.Status.UserInfo.Username
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.sessions) > 10000 {
@@ -181,7 +192,7 @@ func (h *Handler) withViewer(f func(http.ResponseWriter, *http.Request, *viewer)
 			return
 		}
 		if err != nil {
-			h.errorPage(w, r, nil, http.StatusBadGateway, err)
+			h.readFailed(w, r, nil, err)
 			return
 		}
 		f(w, r, v)
@@ -233,8 +244,10 @@ func checkCSRF(r *http.Request, v *viewer) error {
 }
 
 type loginData struct {
-	Next      string
-	Error     string
+	Next  string
+	Error string
+	// Detail is the underlying error, in small print.
+	Detail    string
 	Namespace string
 	// KeyNeeded: local mode without the access key (the page says where the URL was printed).
 	KeyNeeded bool
@@ -287,11 +300,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	cfg.BearerToken = token
 	h.forget(token)
 	if _, err := h.whoAmI(r.Context(), cfg, token); err != nil {
-		d.Error = "The API server did not accept this token."
-		if !errors.Is(err, errLogin) {
-			d.Error = "Could not check the token: " + err.Error()
-		}
-		h.render(w, r, http.StatusUnauthorized, "login", l, d)
+		h.loginFailed(w, r, l, d, err)
 		return
 	}
 	setCookie(w, r, sessionCookie, token, 0)
@@ -301,6 +310,22 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		setCookie(w, r, namespaceCookie, "", -1)
 	}
 	http.Redirect(w, r, d.Next, http.StatusSeeOther)
+}
+
+// loginFailed answers a sign-in whose token was not taken: refused (401), or not checked
+// because the API server did not answer (503, with the error in small print: try again).
+func (h *Handler) loginFailed(w http.ResponseWriter, r *http.Request, l *layoutData, d loginData, err error) {
+	var ce *checkError
+	if errors.As(err, &ce) {
+		d.Error, d.Detail = strings.ToUpper(errCannotCheck[:1])+errCannotCheck[1:]+".", ce.err.Error()
+		h.render(w, r, http.StatusServiceUnavailable, "login", l, d)
+		return
+	}
+	d.Error = "The API server did not accept this token."
+	if !errors.Is(err, errLogin) {
+		d.Error = "Could not check the token: " + err.Error()
+	}
+	h.render(w, r, http.StatusUnauthorized, "login", l, d)
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
@@ -316,10 +341,37 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// safeNext keeps a redirect target on the dashboard.
+// safeNext keeps a redirect target on the dashboard: a path of this origin, or "/".
+//
+// Browsers read a Location leniently: they drop tabs and newlines anywhere, take a backslash for
+// a slash, and so go to another host for "/<tab>/evil.example" or "/\evil.example", which a
+// prefix check lets through. So any control character or backslash (raw, or percent-encoded
+// where it would be decoded before the path is read) refuses the target, and what is left must
+// parse as a path alone: one leading slash, no scheme, no host.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if !sameOriginPath(next) {
 		return "/"
 	}
 	return next
 }
+
+func sameOriginPath(next string) bool {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		return false
+	}
+	if strings.ContainsFunc(next, lenientRune) {
+		return false
+	}
+	// An encoded slash, backslash or control character at the start would be one after a
+	// decoding (a proxy's, or the path's own when it is used again): "/%2F/evil.example".
+	if decoded, err := url.PathUnescape(next); err != nil || strings.HasPrefix(decoded, "//") ||
+		strings.ContainsFunc(decoded, lenientRune) {
+		return false
+	}
+	u, err := url.Parse(next)
+	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil && u.Opaque == "" && strings.HasPrefix(u.Path, "/")
+}
+
+// lenientRune: a character browsers drop from or reinterpret in a URL (control characters,
+// backslash).
+func lenientRune(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }

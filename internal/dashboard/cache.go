@@ -59,6 +59,9 @@ type entry struct {
 	dead     bool
 	subs     map[chan struct{}]struct{}
 	stop     context.CancelFunc
+	// staleSince is when the entry was last known current, while its watch cannot be opened
+	// again (the API server does not answer); zero while it is followed.
+	staleSince time.Time
 }
 
 func newViewCache(maxAge time.Duration, now func() time.Time, log logr.Logger) *viewCache {
@@ -156,7 +159,7 @@ func (vc *viewCache) start(e *entry) {
 		if err != nil {
 			return
 		}
-		e.follow(ctx, c, rc, rv, vc.log.WithValues("kind", e.kind, "namespace", e.namespace))
+		e.follow(ctx, c, rc, rv, vc.now, vc.log.WithValues("kind", e.kind, "namespace", e.namespace))
 		e.kill()
 		vc.drop(e)
 	}()
@@ -180,9 +183,38 @@ func (e *entry) relist(ctx context.Context, rc rest.Interface) (string, error) {
 // follow applies the watch's events to the entry until ctx ends or the viewer may no longer
 // watch; the watch is re-opened where it stopped, and after a gap too long for the API server
 // (410 Gone) the kind is listed again.
-func (e *entry) follow(ctx context.Context, c client.WithWatch, rc rest.Interface, rv string, log logr.Logger) {
+//
+// While the watch cannot be opened again, the entry is stale since the last one ended: pages
+// served from it say so.
+func (e *entry) follow(ctx context.Context, c client.WithWatch, rc rest.Interface, rv string, now func() time.Time, log logr.Logger) {
 	backoff := time.Second
+	current := now() // when the entry was last known current
+	// wait backs off after a failure, the entry stale meanwhile; false when ctx ended.
+	wait := func() bool {
+		e.setStale(current)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+		return true
+	}
+	gone := false
 	for ctx.Err() == nil {
+		if gone {
+			// A list the API server does not answer keeps the entry, stale, and is tried again;
+			// any other failure (rights taken away) ends it.
+			next, err := e.relist(ctx, rc)
+			switch {
+			case err == nil:
+				rv, gone, current = next, false, now()
+			case !apiUnreachable(err) || !wait():
+				return
+			default:
+				continue
+			}
+		}
 		opts := &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, FieldSelector: e.field}
 		wi, err := c.Watch(ctx, watchKinds[e.kind].list(), client.InNamespace(e.namespace), &client.ListOptions{Raw: opts})
 		if err != nil {
@@ -190,22 +222,15 @@ func (e *entry) follow(ctx context.Context, c client.WithWatch, rc rest.Interfac
 				return
 			}
 			log.V(1).Info("Watch failed; retrying", "error", err.Error())
-			select {
-			case <-ctx.Done():
+			if !wait() {
 				return
-			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, 30*time.Second)
 			continue
 		}
 		backoff = time.Second
-		next, gone := e.apply(ctx, wi, rv)
-		rv = next
-		if gone {
-			if rv, err = e.relist(ctx, rc); err != nil {
-				return
-			}
-		}
+		e.setStale(time.Time{})
+		rv, gone = e.apply(ctx, wi, rv)
+		current = now()
 	}
 }
 
@@ -242,6 +267,20 @@ func (e *entry) apply(ctx context.Context, wi watch.Interface, rv string) (strin
 			}
 		}
 	}
+}
+
+// setStale records since when the entry may be out of date (zero: it is followed).
+func (e *entry) setStale(since time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.staleSince = since
+}
+
+// stale is since when the entry may be out of date (zero: it is current).
+func (e *entry) stale() time.Time {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.staleSince
 }
 
 func objectKey(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }

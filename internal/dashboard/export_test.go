@@ -37,3 +37,6 @@ func ListWithColumn(ctx context.Context, rc rest.Interface, kind, ns, extra stri
 	k.table = &t
 	return listStream(ctx, rc, k, ns, "")
 }
+
+// SafeNext is the redirect target kept after sign-in.
+func SafeNext(next string) string { return safeNext(next) }

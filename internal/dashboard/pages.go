@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/internal/kubeevents"
 	"github.com/droverhq/drover/internal/migration"
+	"github.com/droverhq/drover/internal/migration/controller"
 	"github.com/droverhq/drover/internal/registration/cluster"
 )
 
@@ -50,6 +52,24 @@ type layoutData struct {
 	Watch, WatchKey string
 	// Path is the page's path, for the namespace selector.
 	Path string
+	// StaleSince and StaleAge, when set, say since when (and how long ago) the page's data may
+	// be out of date: it comes from lists the API server no longer keeps current.
+	StaleSince, StaleAge string
+}
+
+// setStale fills the stale notice from the page's lists (each says since when it may be out
+// of date, zero when current).
+func (l *layoutData) setStale(now time.Time) {
+	var since time.Time
+	for _, i := range l.Lists {
+		if !i.Stale.IsZero() && (since.IsZero() || i.Stale.Before(since)) {
+			since = i.Stale
+		}
+	}
+	if since.IsZero() {
+		return
+	}
+	l.StaleSince, l.StaleAge = since.UTC().Format(time.RFC3339), humanAge(now.Sub(since))
 }
 
 // Notices are the lists that do not cover every namespace.
@@ -102,9 +122,10 @@ func (h *Handler) page(f pageFunc) http.Handler {
 			h.errorPage(w, r, l, http.StatusNotFound, err)
 			return
 		case err != nil:
-			h.errorPage(w, r, l, http.StatusBadGateway, err)
+			h.readFailed(w, r, l, err)
 			return
 		}
+		l.setStale(h.opts.Now())
 		h.render(w, r, http.StatusOK, name, l, data)
 	})
 }
@@ -119,7 +140,7 @@ func (h *Handler) mode() string {
 // signIn answers a page request without a valid credential.
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, err error) {
 	if !errors.Is(err, errLogin) && !errors.Is(err, errUnauthorized) {
-		h.errorPage(w, r, &layoutData{Mode: h.mode()}, http.StatusBadGateway, err)
+		h.readFailed(w, r, &layoutData{Mode: h.mode()}, err)
 		return
 	}
 	if r.Header.Get("X-Drover-Fragment") != "" {
@@ -153,12 +174,18 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request, err error) {
 type overviewData struct {
 	HostedTotal, HostedConflicts int
 	// HostedNotJoined: hosted clusters whose join failed (fleetPlace's "bad").
-	HostedNotJoined              int
-	Phases                       []string
-	Providers                    []providerCounts
-	FleetTotal                   int
-	Connected, Disconnected      int
-	Waiting                      int
+	HostedNotJoined         int
+	Phases                  []string
+	Providers               []providerCounts
+	FleetTotal              int
+	Connected, Disconnected int
+	// Unreachable: agents connected that cannot reach their cluster's API server; FleetNotReady:
+	// Ready=False for another reason. Neither counts as connected (drover check's verdict).
+	Unreachable, FleetNotReady int
+	Waiting                    int
+	// HostedNotReady: hosted clusters whose Ready condition is False (SecretNotFound,
+	// CredentialsRejected, ...), which the phase table alone shows as pending.
+	HostedNotReady               int
 	BundlesTotal, BundlesReady   int
 	BundlesNotReady              int
 	GitReposTotal, GitReposError int
@@ -226,6 +253,9 @@ func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *s
 		if _, _, state := fleetPlace(c); state == "bad" {
 			d.HostedNotJoined++
 		}
+		if hostedNotReady(c) != nil {
+			d.HostedNotReady++
+		}
 	}
 	d.HostedTotal = len(hostedClusters)
 	for _, p := range sortedKeys(counts) {
@@ -243,6 +273,10 @@ func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *s
 			d.Connected++
 		case stateDisconnected:
 			d.Disconnected++
+		case stateUnreachable:
+			d.Unreachable++
+		case stateNotReady:
+			d.FleetNotReady++
 		default:
 			d.Waiting++
 		}
@@ -284,11 +318,13 @@ func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *s
 type hostedRow struct {
 	Namespace, Name, Provider, Location, Version, Phase string
 	Ready, Synced                                       string
-	Conflict                                            bool
-	ConflictMessage                                     string
-	LastRefresh                                         string
-	Imported                                            bool
-	Policy                                              string
+	// ReadyReason and ReadyMessage: the Ready condition's, when it is not True.
+	ReadyReason, ReadyMessage string
+	Conflict                  bool
+	ConflictMessage           string
+	LastRefresh               string
+	Imported                  bool
+	Policy                    string
 	// Fleet is the cluster's place in the fleet: "agent ready", "joined" (agent not checked in
 	// yet), "out" (does not join), the Joined condition's reason when it could not join
 	// (AccessEntryMissing, EndpointPrivate, ...), or "" before the join controller looked.
@@ -319,6 +355,15 @@ func fleetPlace(c *managementv1alpha1.Cluster) (place, msg, state string) {
 	return joined.Reason, joined.Message, "bad"
 }
 
+// hostedNotReady is a hosted cluster's Ready condition when it is False (nil otherwise).
+func hostedNotReady(c *managementv1alpha1.Cluster) *metav1.Condition {
+	cond := meta.FindStatusCondition(c.Status.Conditions, hosted.CondReady)
+	if cond == nil || cond.Status != metav1.ConditionFalse {
+		return nil
+	}
+	return cond
+}
+
 func listHosted(ctx context.Context, s *scope) ([]managementv1alpha1.Cluster, listInfo, error) {
 	return listScoped[managementv1alpha1.Cluster](ctx, s, "hosted", "hosted clusters", "")
 }
@@ -341,6 +386,9 @@ func (h *Handler) hostedList(ctx context.Context, _ *http.Request, _ *viewer, s 
 			Imported: c.Imported(), Policy: string(c.Spec.SyncPolicy)}
 		if cond := meta.FindStatusCondition(c.Status.Conditions, hosted.CondConflict); cond != nil && cond.Status == metav1.ConditionTrue {
 			row.Conflict, row.ConflictMessage = true, cond.Message
+		}
+		if cond := meta.FindStatusCondition(c.Status.Conditions, hosted.CondReady); cond != nil && cond.Status != metav1.ConditionTrue {
+			row.ReadyReason, row.ReadyMessage = cond.Reason, cond.Message
 		}
 		row.Fleet, row.FleetMessage, row.FleetState = fleetPlace(c)
 		rows = append(rows, row)
@@ -545,7 +593,10 @@ func patchFailed(w http.ResponseWriter, err error, v *viewer, action, kind, ns, 
 type fleetRow struct {
 	Namespace, Name string
 	State           string
+	StateLabel      string
 	StateMessage    string
+	// Reason and Message say, inline, why a cluster is not connected (the Ready condition).
+	Reason, Message string
 	LastSeen        string
 	Agent           string
 	Labels          []string
@@ -623,6 +674,8 @@ func (h *Handler) fleetList(ctx context.Context, _ *http.Request, _ *viewer, s *
 		row := fleetRow{Namespace: c.Namespace, Name: c.Name, LastSeen: ago(now, c.Status.Agent.LastSeen), Agent: manifests.AgentVersion(c),
 			Labels: labelList(c.Labels)}
 		row.State, row.StateMessage = connState(c), readyMessage(c)
+		row.StateLabel = connLabel(row.State)
+		row.Reason, row.Message = notReadyReason(c, row.State)
 		for _, b := range m.columns {
 			switch cell := m.cell(c, b); cell.State {
 			case "none":
@@ -643,22 +696,55 @@ type fleetData struct {
 	Unreadable int
 }
 
+// A fleet Cluster's state, as data-state and badge class; stateLabels words them.
 const (
 	stateConnected    = "connected"
 	stateDisconnected = "disconnected"
-	stateWaiting      = "waiting"
+	// stateUnreachable: the agent checks in but cannot reach its own cluster's API server, so
+	// nothing it applies gets there (drover check counts these apart from disconnected ones).
+	stateUnreachable = "unreachable"
+	// stateNotReady: Ready=False for any other reason.
+	stateNotReady = "notready"
+	stateWaiting  = "waiting"
 )
 
+var connLabels = map[string]string{stateUnreachable: "API server unreachable", stateNotReady: "not ready"}
+
+// connLabel is the words of a connState.
+func connLabel(state string) string {
+	if l, ok := connLabels[state]; ok {
+		return l
+	}
+	return state
+}
+
 // connState: waiting (the agent never checked in), disconnected (Ready=False
-// AgentDisconnected, see internal/registration/cluster) or connected.
+// AgentDisconnected, see internal/registration/cluster), unreachable (the agent checks in but
+// cannot reach its cluster's API server: Ready=False DownstreamUnreachable, or the agent's
+// downstreamError before the condition says so, as drover check reads it), not ready (any other
+// Ready=False) or connected. A Ready=False cluster is never shown as connected: its agent may
+// answer, but nothing it applies takes effect.
 func connState(c *fleetv1alpha1.Cluster) string {
 	switch {
 	case c.Status.Agent.LastSeen == nil:
 		return stateWaiting
 	case cluster.Disconnected(c):
 		return stateDisconnected
+	case cluster.Unreachable(c) || c.Status.Agent.DownstreamError != "":
+		return stateUnreachable
+	case readyFalse(c) != nil:
+		return stateNotReady
 	}
 	return stateConnected
+}
+
+// readyFalse is c's Ready condition when it is False (nil otherwise).
+func readyFalse(c *fleetv1alpha1.Cluster) *metav1.Condition {
+	cond := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady)
+	if cond == nil || cond.Status != metav1.ConditionFalse {
+		return nil
+	}
+	return cond
 }
 
 func readyMessage(c *fleetv1alpha1.Cluster) string {
@@ -666,6 +752,21 @@ func readyMessage(c *fleetv1alpha1.Cluster) string {
 		return cond.Reason + ": " + cond.Message
 	}
 	return ""
+}
+
+// notReadyReason is why a cluster that is not connected is so, shown on its row: the Ready
+// condition's reason and message, or the agent's downstreamError before Ready says it.
+func notReadyReason(c *fleetv1alpha1.Cluster, state string) (reason, msg string) {
+	if state == stateConnected {
+		return "", ""
+	}
+	if cond := readyFalse(c); cond != nil {
+		return cond.Reason, cond.Message
+	}
+	if e := c.Status.Agent.DownstreamError; e != "" {
+		return fleetv1alpha1.ReasonDownstreamUnreachable, e
+	}
+	return "", ""
 }
 
 // --- Bundles matrix ---
@@ -847,7 +948,10 @@ type bundlesData struct {
 
 type matrixRow struct {
 	Namespace, Name, State string
-	Cells                  []cellData
+	StateLabel             string
+	// Reason and Message: why the cluster is not connected (its hover title).
+	Reason, Message string
+	Cells           []cellData
 }
 
 func (h *Handler) bundles(ctx context.Context, _ *http.Request, v *viewer, s *scope, l *layoutData) (string, any, error) {
@@ -884,6 +988,8 @@ func (h *Handler) bundles(ctx context.Context, _ *http.Request, v *viewer, s *sc
 	}
 	for _, c := range m.clusters {
 		row := matrixRow{Namespace: c.Namespace, Name: c.Name, State: connState(c)}
+		row.StateLabel = connLabel(row.State)
+		row.Reason, row.Message = notReadyReason(c, row.State)
 		for _, col := range m.columns {
 			row.Cells = append(row.Cells, m.cell(c, col))
 		}
@@ -898,8 +1004,17 @@ type migrationView struct {
 	Namespace, Name, Distribution, Phase, Target string
 	CurrentStep                                  int32
 	Steps                                        []stepView
-	Conditions                                   []metav1.Condition
+	Conditions                                   []conditionView
 	Done, Total                                  int
+	// Retry and Rollback are the commands that act on a failed step, as drover migrate get
+	// prints them (empty unless the migration failed at a step).
+	Retry, Rollback string
+}
+
+// conditionView is a condition with the age of its last transition.
+type conditionView struct {
+	metav1.Condition
+	Since, Age string
 }
 
 type stepView struct {
@@ -909,8 +1024,10 @@ type stepView struct {
 	Action            string
 	Verifies          []string
 	Started, Finished string
-	Current           bool
-	PhaseClass        string
+	// StartedAge and FinishedAge: how long ago ("3m5s"), next to the times.
+	StartedAge, FinishedAge string
+	Current                 bool
+	PhaseClass              string
 }
 
 func (h *Handler) migrations(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
@@ -921,11 +1038,13 @@ func (h *Handler) migrations(ctx context.Context, _ *http.Request, _ *viewer, s 
 	}
 	l.Lists = []listInfo{info}
 	h.setWatch(l, watchOf("migrations", info, ""))
+	now := h.opts.Now()
 	out := make([]migrationView, 0, len(list))
 	for i := range list {
 		m := &list[i]
 		mv := migrationView{Namespace: m.Namespace, Name: m.Name, Distribution: string(m.Spec.Distribution), Phase: orDash(string(m.Status.Phase)),
-			CurrentStep: m.Status.CurrentStep, Conditions: m.Status.Conditions, Total: migration.NumSteps, Done: m.StepsDone()}
+			CurrentStep: m.Status.CurrentStep, Conditions: conditionViews(now, m.Status.Conditions), Total: migration.NumSteps, Done: m.StepsDone()}
+		mv.Retry, mv.Rollback = nextCommands(m)
 		if ref := m.Spec.ClusterRef; ref != nil {
 			mv.Target = ref.Namespace + "/" + ref.Name
 		}
@@ -940,6 +1059,7 @@ func (h *Handler) migrations(ctx context.Context, _ *http.Request, _ *viewer, s 
 			if ok {
 				sv.Phase, sv.Message = string(st.Phase), st.Message
 				sv.Started, sv.Finished = stamp(st.StartedAt), stamp(st.FinishedAt)
+				sv.StartedAge, sv.FinishedAge = sinceStamp(now, st.StartedAt), sinceStamp(now, st.FinishedAt)
 			}
 			sv.Current = m.Status.Phase == migrationv1alpha1.PhaseRunning && int32(i) == m.Status.CurrentStep
 			sv.PhaseClass = strings.ToLower(sv.Phase)
@@ -949,6 +1069,32 @@ func (h *Handler) migrations(ctx context.Context, _ *http.Request, _ *viewer, s 
 	}
 	sort.Slice(out, func(i, j int) bool { return key(out[i].Namespace, out[i].Name) < key(out[j].Namespace, out[j].Name) })
 	return "migrations", out, nil
+}
+
+// nextCommands are the kubectl commands that retry a migration's failed step or roll it back,
+// the ones drover migrate get prints: only for a migration that failed at a step.
+func nextCommands(m *migrationv1alpha1.CloudProviderMigration) (retry, rollback string) {
+	if m.Status.Phase != migrationv1alpha1.PhaseFailed || !slices.ContainsFunc(m.Status.Steps, func(s migrationv1alpha1.StepStatus) bool {
+		return s.Phase == migrationv1alpha1.StepFailed
+	}) {
+		return "", ""
+	}
+	retry = fmt.Sprintf("kubectl -n %s annotate cloudprovidermigration %s %s=$(date +%%s) --overwrite", m.Namespace, m.Name, controller.RetryAnnotation)
+	rollback = fmt.Sprintf("kubectl -n %s annotate cloudprovidermigration %s %s=true", m.Namespace, m.Name, controller.RollbackAnnotation)
+	return retry, rollback
+}
+
+// conditionViews are conditions with their transitions' times and ages.
+func conditionViews(now time.Time, conds []metav1.Condition) []conditionView {
+	out := make([]conditionView, 0, len(conds))
+	for _, c := range conds {
+		cv := conditionView{Condition: c}
+		if !c.LastTransitionTime.IsZero() {
+			cv.Since, cv.Age = stamp(&c.LastTransitionTime), humanAge(now.Sub(c.LastTransitionTime.Time))
+		}
+		out = append(out, cv)
+	}
+	return out
 }
 
 // --- helpers ---
@@ -1085,6 +1231,14 @@ func stamp(t *metav1.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// sinceStamp is how long ago t was ("" for none), shown next to stamp(t).
+func sinceStamp(now time.Time, t *metav1.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	return humanAge(now.Sub(t.Time))
 }
 
 func ago(now time.Time, t *metav1.Time) string {

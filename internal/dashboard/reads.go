@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,6 +89,9 @@ type listInfo struct {
 	Namespaces []string
 	// Denied are the namespaces the viewer may not list the kind in ("" = all namespaces).
 	Denied []string
+	// Stale, when set, is since when some of the lists may be out of date: served from the
+	// viewer's cache while the API server does not answer its watch.
+	Stale time.Time
 	// RVs are the resourceVersions the lists were read at (one per namespace listed, or one for
 	// all): the page's event stream reports any change since, so none is missed.
 	RVs []string
@@ -112,13 +116,14 @@ func listScoped[T any, PT interface {
 	client.Object
 }](ctx context.Context, s *scope, kind, what, field string) ([]T, listInfo, error) {
 	info := listInfo{What: what}
-	one := func(ns string) ([]T, string, error) {
+	// one lists a namespace; stale is since when its list may be out of date.
+	one := func(ns string) (items []T, rv string, stale time.Time, err error) {
 		e, err := s.cache.get(ctx, s.viewer, kind, ns, field)
 		if err != nil {
-			return nil, "", err
+			return nil, "", stale, err
 		}
 		if e.forbidden {
-			return nil, "", errForbidden
+			return nil, "", stale, errForbidden
 		}
 		objs, rv := e.snapshot()
 		out := make([]T, 0, len(objs))
@@ -127,7 +132,7 @@ func listScoped[T any, PT interface {
 				out = append(out, *t)
 			}
 		}
-		return out, rv, nil
+		return out, rv, e.stale(), nil
 	}
 	classify := func(err error) error {
 		if apierrors.IsUnauthorized(err) {
@@ -137,7 +142,7 @@ func listScoped[T any, PT interface {
 	}
 	if s.namespace != "" {
 		info.Chosen = true
-		out, rv, err := one(s.namespace)
+		out, rv, stale, err := one(s.namespace)
 		if errors.Is(err, errForbidden) {
 			info.Denied = []string{s.namespace}
 			return nil, info, nil
@@ -146,11 +151,13 @@ func listScoped[T any, PT interface {
 			return nil, info, classify(err)
 		}
 		info.Namespaces, info.RVs = []string{s.namespace}, []string{rv}
+		staleSince(&info, stale)
 		return out, info, nil
 	}
-	out, rv, err := one("")
+	out, rv, stale, err := one("")
 	if err == nil {
 		info.All, info.RVs = true, []string{rv}
+		staleSince(&info, stale)
 		return out, info, nil
 	}
 	if !errors.Is(err, errForbidden) {
@@ -164,6 +171,7 @@ func listScoped[T any, PT interface {
 	type result struct {
 		items []T
 		rv    string
+		stale time.Time
 		err   error
 	}
 	results := make([]result, len(namespaces))
@@ -175,8 +183,8 @@ func listScoped[T any, PT interface {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			items, rv, err := one(ns)
-			results[i] = result{items, rv, err}
+			items, rv, stale, err := one(ns)
+			results[i] = result{items, rv, stale, err}
 		}()
 	}
 	wg.Wait()
@@ -190,10 +198,18 @@ func listScoped[T any, PT interface {
 		default:
 			info.Namespaces = append(info.Namespaces, namespaces[i])
 			info.RVs = append(info.RVs, res.rv)
+			staleSince(&info, res.stale)
 			out = append(out, res.items...)
 		}
 	}
 	return out, info, nil
+}
+
+// staleSince keeps in info the earliest time its lists were last known current.
+func staleSince(info *listInfo, since time.Time) {
+	if !since.IsZero() && (info.Stale.IsZero() || since.Before(info.Stale)) {
+		info.Stale = since
+	}
 }
 
 // errForbidden: the viewer may not list the kind there.

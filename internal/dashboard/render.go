@@ -2,13 +2,17 @@ package dashboard
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"html/template"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -105,6 +109,8 @@ type errorData struct {
 	Status  int
 	Text    string
 	Message string
+	// Detail is the underlying error, in small print, when Message says it plainly.
+	Detail string
 }
 
 func (h *Handler) errorPage(w http.ResponseWriter, r *http.Request, l *layoutData, status int, err error) {
@@ -114,4 +120,32 @@ func (h *Handler) errorPage(w http.ResponseWriter, r *http.Request, l *layoutDat
 	l.Title = http.StatusText(status)
 	l.Watch = ""
 	h.render(w, r, status, "error", l, errorData{Status: status, Text: http.StatusText(status), Message: err.Error()})
+}
+
+// msgUnreachable is what a page says when the management API server does not answer.
+const msgUnreachable = "The management API server cannot be reached: the dashboard reads everything from it, with your identity. " +
+	"Try again in a moment; if it lasts, check that the API server is running and that drover can reach it."
+
+// readFailed answers a request whose reads failed: plainly, with 503, when the management API
+// server did not answer (the error in small print), otherwise 502 with the error.
+func (h *Handler) readFailed(w http.ResponseWriter, r *http.Request, l *layoutData, err error) {
+	if !apiUnreachable(err) {
+		h.errorPage(w, r, l, http.StatusBadGateway, err)
+		return
+	}
+	if l == nil {
+		l = &layoutData{Mode: h.mode()}
+	}
+	status := http.StatusServiceUnavailable
+	l.Title, l.Watch = http.StatusText(status), ""
+	h.render(w, r, status, "error", l, errorData{Status: status, Text: http.StatusText(status), Message: msgUnreachable, Detail: err.Error()})
+}
+
+// apiUnreachable reports whether err is the API server not answering (the connection failed
+// or timed out, or it said it cannot serve), not an answer it gave.
+func apiUnreachable(err error) bool {
+	var ce *checkError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, syscall.ECONNREFUSED) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
 }
