@@ -85,6 +85,34 @@ type Handler struct {
 	// sessions remembers, by the sha256 of a token, who it is (never the token itself).
 	mu       sync.Mutex
 	sessions map[string]session
+	// streams counts each sign-in's open event streams (by the sha256 of its token): each
+	// keeps list-and-watch calls open with the viewer's identity.
+	streams map[string]int
+}
+
+// MaxStreamsPerViewer bounds one sign-in's open event streams (one per open dashboard tab),
+// so that a viewer cannot make drover hold an unbounded number of watches.
+const MaxStreamsPerViewer = 16
+
+// openStream counts one more event stream of the viewer's; false when it has too many.
+func (h *Handler) openStream(v *viewer) (release func(), ok bool) {
+	k := tokenKey(v.secret)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.streams == nil {
+		h.streams = map[string]int{}
+	}
+	if h.streams[k] >= MaxStreamsPerViewer {
+		return nil, false
+	}
+	h.streams[k]++
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.streams[k]--; h.streams[k] <= 0 {
+			delete(h.streams, k)
+		}
+	}, true
 }
 
 type session struct {

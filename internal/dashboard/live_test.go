@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"html"
 	"net/http"
 	"regexp"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
+	"github.com/droverhq/drover/internal/dashboard"
+	"github.com/droverhq/drover/test/envtest"
 )
 
 var watchRE = regexp.MustCompile(`data-watch="([^"]*)"`)
@@ -139,4 +142,52 @@ func (b *browser) fragment(path string) string {
 		b.t.Fatalf("fragment %s: status %d", path, resp.StatusCode)
 	}
 	return sb.String()
+}
+
+// TestStreamsPerViewerBounded: one sign-in may hold dashboard.MaxStreamsPerViewer event
+// streams (each keeps watches open with its identity); one more is refused with 429 until one
+// closes.
+func TestStreamsPerViewerBounded(t *testing.T) {
+	t.Parallel()
+	ns := mgmt.Namespace(t)
+	createAll(t, eksCluster(ns, "many"))
+	b := newBrowser(t, serverDashboard(t))
+	b.signIn(namespaceViewer(t, ns, "tabs", ns), ns)
+	page := b.page("/hosted?namespace=" + ns)
+	var cancels []context.CancelFunc
+	for range dashboard.MaxStreamsPerViewer {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancels = append(cancels, cancel)
+		next(t, b.stream(ctx, page), "ready", 30*time.Second)
+	}
+	defer func() {
+		for _, c := range cancels {
+			c()
+		}
+	}()
+	m := watchRE.FindStringSubmatch(page)
+	one := func() int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, b.base+html.UnescapeString(m[1]), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		resp, err := (&http.Client{Jar: b.c.Jar}).Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := one(); got != http.StatusTooManyRequests {
+		t.Fatalf("stream %d of one sign-in: status %d, want 429", dashboard.MaxStreamsPerViewer+1, got)
+	}
+	cancels[0]()
+	envtest.Eventually(t, 10*time.Second, func() error {
+		if got := one(); got != http.StatusOK {
+			return fmt.Errorf("after one stream closed: status %d, want 200", got)
+		}
+		return nil
+	})
 }

@@ -138,6 +138,12 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, v *viewer) {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	release, ok := h.openStream(v)
+	if !ok {
+		http.Error(w, fmt.Sprintf("too many live-update streams for this sign-in (%d): close some dashboard tabs", MaxStreamsPerViewer), http.StatusTooManyRequests)
+		return
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 
