@@ -2,6 +2,7 @@ package cli
 
 import (
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func TestAgentHelpKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(help, "--kubeconfig string        kubeconfig of the management cluster") {
+	if !regexp.MustCompile(`--kubeconfig string\s+kubeconfig of the management cluster`).MatchString(help) {
 		t.Errorf("drover agent install --help lost the management cluster's --kubeconfig:\n%s", help)
 	}
 	// The alias names the downstream cluster.

@@ -38,6 +38,42 @@ func newBundleCommand(k *kubeOptions) *cobra.Command {
 	return cmd
 }
 
+// parseManifests decodes the YAML or JSON documents of data, read from what (a path), skipping
+// empty ones.
+func parseManifests(what string, data []byte) ([]runtime.RawExtension, error) {
+	var out []runtime.RawExtension
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for i := 0; ; i++ {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("%s document %d: %w", what, i+1, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("%s document %d: apiVersion, kind and metadata.name are required", what, i+1)
+		}
+		b, err := u.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, runtime.RawExtension{Raw: b})
+	}
+	return out, nil
+}
+
+// gitRepoOf is the name of the GitRepo whose Bundle b is (its controller reference, else the
+// label the GitRepo controller sets), if any.
+func gitRepoOf(b *fleetv1alpha1.Bundle) string {
+	if repo := gitRepoOwner(b); repo != "" {
+		return repo
+	}
+	return b.Labels[fleetv1alpha1.GitRepoNameLabel]
+}
+
 // bundleClient is k.client with the default workspace as the default namespace.
 func bundleClient(k *kubeOptions) (client.Client, string, error) {
 	return k.client(fleetv1alpha1.DefaultWorkspaceNamespace)
@@ -49,14 +85,16 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 		dryRun                                 string
 		clusters, selectors, excludes          []string
 		force, correctDrift, keep, paused, dry bool
+		overwrite                              bool
 		w                                      waitFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "apply -f DIR --name NAME (--cluster NAME | --selector LABELS)...",
-		Short: "Create or update a Bundle from a directory of YAML/JSON manifests",
+		Use:   "apply -f DIR|FILE|- --name NAME (--cluster NAME | --selector LABELS)...",
+		Short: "Create or update a Bundle from a directory, a file or stdin of YAML/JSON manifests",
 		Example: `  drover bundle apply -f ./web --cluster edge-1 --wait
   drover bundle apply -f ./monitoring --name monitoring --selector env=prod --exclude tier=dev --max-unavailable 25%
-  drover bundle apply -f ./web --cluster edge-1 --dry-run`,
+  drover bundle apply -f ./web --cluster edge-1 --dry-run | kubectl apply -f -
+  kustomize build overlays/prod | drover bundle apply -f - --name web --selector env=prod`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch dryRun {
 			case "none", "false":
@@ -65,12 +103,19 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 			default:
 				return usageErrorf("--dry-run=%s: drover prints the Bundle with --dry-run=client (or --dry-run); there is no server-side dry run", dryRun)
 			}
-			if name == "" {
-				name = filepath.Base(filepath.Clean(dir))
-			}
-			resources, err := ReadManifestDir(dir)
+			resources, isDir, err := readManifests(dir, cmd.InOrStdin())
 			if err != nil {
 				return err
+			}
+			if name == "" {
+				switch {
+				case dir == "-":
+					return usageErrorf("--name is required with -f - (stdin): there is no directory to name the Bundle after")
+				case isDir:
+					name = filepath.Base(filepath.Clean(dir))
+				default:
+					name = strings.TrimSuffix(filepath.Base(dir), filepath.Ext(dir))
+				}
 			}
 			b := &fleetv1alpha1.Bundle{TypeMeta: metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "Bundle"},
 				ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -101,8 +146,18 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 				return usageErrorf("no targets: pass --cluster NAME or --selector LABELS")
 			}
 			if dry {
-				b.Namespace = *k.flags.Namespace
-				out, err := yaml.Marshal(b)
+				// What apply would create, in the namespace it would use: piped to kubectl
+				// apply -f -, it does what apply does. A status is the controller's to write.
+				if b.Namespace, err = k.namespace(fleetv1alpha1.DefaultWorkspaceNamespace); err != nil {
+					return err
+				}
+				u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(b)
+				if err != nil {
+					return err
+				}
+				delete(u, "status")
+				unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
+				out, err := yaml.Marshal(u)
 				if err != nil {
 					return err
 				}
@@ -125,6 +180,15 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 			case err != nil:
 				return err
 			default:
+				// A GitRepo writes its Bundles from Git: what apply writes lasts until its next
+				// apply, so the change belongs in Git.
+				if repo := gitRepoOf(cur); repo != "" {
+					if !overwrite {
+						return fmt.Errorf("bundle %s/%s belongs to GitRepo %s, whose next apply would undo this: change the Git repository instead (see `drover gitrepo get %s -n %s`), or pass --force to overwrite it anyway",
+							ns, name, repo, repo, ns)
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "Warning: bundle %s/%s belongs to GitRepo %s: its next apply sets it back to what Git says\n", ns, name, repo)
+				}
 				// A paused rollout stays paused unless --paused says otherwise: re-applying is how
 				// the fix for a halted rollout arrives, and resuming is its own decision.
 				stillPaused := cur.Spec.Rollout.Paused && !cmd.Flags().Changed("paused")
@@ -149,8 +213,8 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&dir, "file", "f", "", "directory of YAML/JSON manifest files (multi-document YAML allowed)")
-	f.StringVar(&name, "name", "", "bundle name (default: the directory's name)")
+	f.StringVarP(&dir, "file", "f", "", "directory of YAML/JSON manifest files, one such file, or - for stdin (multi-document YAML allowed)")
+	f.StringVar(&name, "name", "", "bundle name (default: the directory's name, or the file's without its extension; required with -f -)")
 	f.StringArrayVar(&clusters, "cluster", nil, "target the Cluster of this name (repeatable)")
 	f.StringArrayVar(&selectors, "selector", nil, "target Clusters matching this label selector, e.g. env=prod,tier in (a,b) (repeatable)")
 	f.StringArrayVar(&excludes, "exclude", nil, "exclude Clusters matching this label selector (repeatable)")
@@ -159,12 +223,46 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 	f.BoolVar(&correctDrift, "correct-drift", false, "re-apply resources changed downstream")
 	f.BoolVar(&keep, "keep-resources", false, "leave resources downstream when a cluster stops being targeted")
 	f.BoolVar(&paused, "paused", false, "do not update clusters that already have the bundle (an update keeps a paused rollout paused unless --paused=false)")
+	f.BoolVar(&overwrite, "force", false, "update a Bundle its GitRepo owns (the GitRepo sets it back on its next apply)")
 	f.StringVar(&maxUnavailable, "max-unavailable", "", "clusters (number or percentage) that may be updating at once")
 	f.StringVar(&dryRun, "dry-run", "none", "client: print the Bundle instead of applying it (kubectl's values; --dry-run alone is client)")
 	f.Lookup("dry-run").NoOptDefVal = "client"
 	w.add(cmd, "every targeted cluster is ready", 10*time.Minute)
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
+}
+
+// readManifests reads -f path: a directory (see ReadManifestDir), one file of manifests, or
+// stdin for "-". isDir says which, for the Bundle's default name.
+func readManifests(path string, stdin io.Reader) (resources []runtime.RawExtension, isDir bool, err error) {
+	if path == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, false, fmt.Errorf("-f -: read stdin: %w", err)
+		}
+		resources, err := parseManifests("-f - (stdin)", data)
+		if err == nil && len(resources) == 0 {
+			err = errors.New("-f - (stdin): no manifests: pipe YAML or JSON manifests in")
+		}
+		return resources, false, err
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("-f %s: %w: pass a directory or file of manifests, or - for stdin", path, err)
+	}
+	if info.IsDir() {
+		resources, err := ReadManifestDir(path)
+		return resources, true, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("-f %s: %w", path, err)
+	}
+	resources, err = parseManifests(path, data)
+	if err == nil && len(resources) == 0 {
+		err = fmt.Errorf("-f %s: no manifests in the file", path)
+	}
+	return resources, false, err
 }
 
 // ReadManifestDir reads the *.yaml, *.yml and *.json files of dir, in name order, as manifests.
@@ -189,26 +287,11 @@ func ReadManifestDir(dir string) ([]runtime.RawExtension, error) {
 		if err != nil {
 			return nil, err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for i := 0; ; i++ {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				return nil, fmt.Errorf("%s document %d: %w", path, i+1, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
-				return nil, fmt.Errorf("%s document %d: apiVersion, kind and metadata.name are required", path, i+1)
-			}
-			b, err := u.MarshalJSON()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, runtime.RawExtension{Raw: b})
+		docs, err := parseManifests(path, data)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, docs...)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no manifests in %s", dir)
@@ -219,13 +302,13 @@ func ReadManifestDir(dir string) ([]runtime.RawExtension, error) {
 func newBundleStatusCommand(k *kubeOptions) *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
-		Use:   "status NAME",
-		Short: "Show where a Bundle is deployed and which clusters are not ready",
+		Use:   "status NAME...",
+		Short: "Show where Bundles are deployed and which clusters are not ready",
 		Example: `  drover bundle status web
   drover bundle status web -o yaml
   drover bundle status web -o jsonpath='{.status.summary.ready}'`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeOneName(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.BundleList{}),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeNames(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.BundleList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
 				return err
@@ -234,14 +317,11 @@ func newBundleStatusCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b := &fleetv1alpha1.Bundle{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, b); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("bundle %q not found in namespace %s (see `drover bundle list -n %s`)", args[0], ns, ns)
-				}
-				return fmt.Errorf("get bundle %s/%s: %w", ns, args[0], err)
-			}
-			return printOne(cmd.OutOrStdout(), &o, b, bundleColumns, withEvents(cmd.Context(), cmd.OutOrStdout(), c, b, func() error { return printBundleStatus(cmd.OutOrStdout(), b) }))
+			out := cmd.OutOrStdout()
+			return getAll(cmd, c, ns, args, &o, func() *fleetv1alpha1.Bundle { return &fleetv1alpha1.Bundle{} }, bundleColumns, "bundle", "drover bundle list",
+				func(b *fleetv1alpha1.Bundle) error {
+					return withEvents(cmd.Context(), out, c, b, func() error { return printBundleStatus(out, b) })()
+				})
 		},
 	}
 	o.addFlag(cmd, "details")
@@ -255,7 +335,7 @@ func newBundleListCommand(k *kubeOptions) *cobra.Command {
 }
 
 func newBundleDeleteCommand(k *kubeOptions) *cobra.Command {
-	var w waitFlags
+	var d deleteFlags
 	cmd := &cobra.Command{
 		Use:               "delete NAME...",
 		Short:             "Delete Bundles (their resources are removed downstream unless --keep-resources was set)",
@@ -267,10 +347,10 @@ func newBundleDeleteCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return deleteAll(cmd, c, ns, args, "bundle", "bundle.fleet.drover.io", func() client.Object { return &fleetv1alpha1.Bundle{} }, w)
+			return deleteAll(cmd, c, ns, args, "bundle", "bundle.fleet.drover.io", func() client.Object { return &fleetv1alpha1.Bundle{} }, d)
 		},
 	}
-	w.add(cmd, "the bundles are gone", 5*time.Minute)
+	d.add(cmd, "the bundles are gone", 5*time.Minute)
 	return cmd
 }
 

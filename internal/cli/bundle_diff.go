@@ -52,7 +52,11 @@ Exit status, as diff(1) and kubectl diff: 0 no differences, 1 differences, 2 usa
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeOneName(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.BundleList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := runBundleDiff(cmd.Context(), cmd.OutOrStdout(), k, args[0], &o)
+			names, err := objectNames(&fleetv1alpha1.Bundle{}, args)
+			if err != nil {
+				return err
+			}
+			err = runBundleDiff(cmd.Context(), cmd.OutOrStdout(), k, names[0], &o)
 			if err != nil && !errors.Is(err, errDiffers) && ExitCode(err) == ExitError {
 				err = withCode(ExitDiffFailed, err)
 			}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,8 +77,8 @@ func orAll(ns string) string {
 func newClusterGetCommand(k *kubeOptions) *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
-		Use: "get NAME", Short: "Show a hosted cluster's effective desired state, which fields drover manages, drift and conflicts", Args: cobra.ExactArgs(1),
-		ValidArgsFunction: completeOneName(k, "default", &v1.ClusterList{}),
+		Use: "get NAME...", Short: "Show hosted clusters' effective desired state, which fields drover manages, drift and conflicts", Args: cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeNames(k, "default", &v1.ClusterList{}),
 		Example: `  drover cluster get prod
   drover cluster get prod -o yaml
   drover cluster get prod -o jsonpath='{.status.phase}'`,
@@ -91,14 +90,11 @@ func newClusterGetCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cl := &v1.Cluster{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, cl); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("cluster %q not found in namespace %s (see `drover cluster list -n %s`)", args[0], ns, ns)
-				}
-				return fmt.Errorf("get cluster %s/%s: %w", ns, args[0], err)
-			}
-			return printOne(cmd.OutOrStdout(), &o, cl, clusterColumns, withEvents(cmd.Context(), cmd.OutOrStdout(), c, cl, func() error { return printCluster(cmd.OutOrStdout(), cl) }))
+			out := cmd.OutOrStdout()
+			return getAll(cmd, c, ns, args, &o, func() *v1.Cluster { return &v1.Cluster{} }, clusterColumns, "cluster", "drover cluster list",
+				func(cl *v1.Cluster) error {
+					return withEvents(cmd.Context(), out, c, cl, func() error { return printCluster(out, cl) })()
+				})
 		},
 	}
 	o.addFlag(cmd, "details")

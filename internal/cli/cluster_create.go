@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -34,7 +35,7 @@ func (c *createFlags) add(cmd *cobra.Command, credential string) {
 	f.StringVar(&c.credential, "credential", "", "Secret in the namespace with "+credential+" (required unless -f)")
 	f.StringVar(&c.version, "kubernetes-version", "", "Kubernetes version, e.g. 1.33 (required unless -f)")
 	f.StringToStringVar(&c.tags, "tags", nil, "tags/labels on the cloud resources, e.g. team=platform,env=prod")
-	f.StringVarP(&c.file, "file", "f", "", "create from a Cluster manifest (YAML or JSON) instead of flags")
+	f.StringVarP(&c.file, "file", "f", "", "create from a Cluster manifest file (YAML or JSON), or - for stdin, instead of flags")
 	c.wait.add(cmd, "the cluster is active", 30*time.Minute)
 }
 
@@ -62,7 +63,7 @@ func newClusterCreateEKSCommand(k *kubeOptions) *cobra.Command {
     --service-role arn:aws:iam::123456789012:role/eks --subnets subnet-a,subnet-b \
     --node-role arn:aws:iam::123456789012:role/node --nodes 2 --wait`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.fromFile(func() (*v1.Cluster, error) {
+			cl, err := c.fromFile(cmd.InOrStdin(), func() (*v1.Cluster, error) {
 				if err := c.require(map[string]string{"--region": region, "--service-role": serviceRole, "--subnets": strings.Join(subnets, ",")}); err != nil {
 					return nil, err
 				}
@@ -119,7 +120,7 @@ func newClusterCreateAKSCommand(k *kubeOptions) *cobra.Command {
 		Example: `  drover cluster create aks --name prod --resource-group rg --location westeurope --credential azure \
     --kubernetes-version 1.33 --nodes 3 --wait`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.fromFile(func() (*v1.Cluster, error) {
+			cl, err := c.fromFile(cmd.InOrStdin(), func() (*v1.Cluster, error) {
 				if err := c.require(map[string]string{"--resource-group": resourceGroup, "--location": location}); err != nil {
 					return nil, err
 				}
@@ -170,7 +171,7 @@ func newClusterCreateGKECommand(k *kubeOptions) *cobra.Command {
 		Example: `  drover cluster create gke --name prod --project acme --region europe-west1 --credential gcp \
     --kubernetes-version 1.33 --nodes 1 --wait`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.fromFile(func() (*v1.Cluster, error) {
+			cl, err := c.fromFile(cmd.InOrStdin(), func() (*v1.Cluster, error) {
 				if err := c.require(map[string]string{"--project": project}); err != nil {
 					return nil, err
 				}
@@ -223,14 +224,19 @@ func (c *createFlags) require(more map[string]string) error {
 	return nil
 }
 
-// fromFile reads -f, else builds the Cluster from flags.
-func (c *createFlags) fromFile(fromFlags func() (*v1.Cluster, error)) (*v1.Cluster, error) {
+// fromFile reads -f (a file, or stdin for "-"), else builds the Cluster from flags.
+func (c *createFlags) fromFile(stdin io.Reader, fromFlags func() (*v1.Cluster, error)) (*v1.Cluster, error) {
 	if c.file == "" {
 		return fromFlags()
 	}
-	b, err := os.ReadFile(c.file)
-	if err != nil {
-		return nil, err
+	var b []byte
+	var err error
+	if c.file == "-" {
+		if b, err = io.ReadAll(stdin); err != nil {
+			return nil, fmt.Errorf("-f -: read stdin: %w", err)
+		}
+	} else if b, err = os.ReadFile(c.file); err != nil {
+		return nil, fmt.Errorf("-f %s: %w: pass a Cluster manifest file, or - for stdin", c.file, err)
 	}
 	cl := &v1.Cluster{}
 	if err := yaml.UnmarshalStrict(b, cl); err != nil {
@@ -258,7 +264,13 @@ func createCluster(cmd *cobra.Command, k *kubeOptions, p hosted.Provider, cl *v1
 	if err != nil {
 		return err
 	}
-	if cl.Namespace == "" || *k.flags.Namespace != "" {
+	// As kubectl: the manifest's namespace wins over the context's, and one that differs from
+	// -n is a mistake to point out, not to settle silently either way.
+	switch flag := *k.flags.Namespace; {
+	case cl.Namespace != "" && flag != "" && cl.Namespace != flag:
+		return usageErrorf("the namespace from the provided object %q does not match the namespace %q. You must pass '--namespace=%s' to perform this operation.",
+			cl.Namespace, flag, cl.Namespace)
+	case cl.Namespace == "":
 		cl.Namespace = ns
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
@@ -286,7 +298,7 @@ func createCluster(cmd *cobra.Command, k *kubeOptions, p hosted.Provider, cl *v1
 }
 
 func newClusterDeleteCommand(k *kubeOptions) *cobra.Command {
-	var w waitFlags
+	var d deleteFlags
 	cmd := &cobra.Command{
 		Use:   "delete NAME...",
 		Short: "Delete hosted clusters (created ones in the cloud too; imported ones are only forgotten)",
@@ -299,9 +311,9 @@ func newClusterDeleteCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return deleteAll(cmd, c, ns, args, "cluster", "cluster.management.drover.io", func() client.Object { return &v1.Cluster{} }, w)
+			return deleteAll(cmd, c, ns, args, "cluster", "cluster.management.drover.io", func() client.Object { return &v1.Cluster{} }, d)
 		},
 	}
-	w.add(cmd, "the clusters are gone (cloud resources deleted)", 30*time.Minute)
+	d.add(cmd, "the clusters are gone (cloud resources deleted)", 30*time.Minute)
 	return cmd
 }

@@ -91,6 +91,11 @@ subscription comes from the Cluster's status, else --subscription or AZURE_SUBSC
 			if isOutputFormat(f.output) {
 				return usageErrorf("-o/--output is the file to write the kubeconfig to, not a format: %q (stdout: omit it or use -)", f.output)
 			}
+			names, err := objectNames(&v1.Cluster{}, args)
+			if err != nil {
+				return err
+			}
+			args = names
 			c, ns, err := k.client("default")
 			if err != nil {
 				return err

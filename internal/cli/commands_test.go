@@ -298,8 +298,8 @@ func TestCompletion(t *testing.T) {
 	}{
 		{[]string{"cluster", "get", "prod"}, "prod-east\nprod-west\n:4\n"},
 		{[]string{"cluster", "get", ""}, "prod-east\nprod-west\nstaging\n:4\n"},
-		{[]string{"cluster", "get", "staging", ""}, ":4\n"},                     // get takes one name
-		{[]string{"cluster", "delete", "prod-east", "prod"}, "prod-west\n:4\n"}, // names already given are left out
+		{[]string{"cluster", "get", "staging", ""}, "prod-east\nprod-west\n:4\n"}, // get takes several names, as kubectl get
+		{[]string{"cluster", "delete", "prod-east", "prod"}, "prod-west\n:4\n"},   // names already given are left out
 		{[]string{"bundle", "status", ""}, "web\n:4\n"},
 		{[]string{"migrate", "get", ""}, ":4\n"},
 	}

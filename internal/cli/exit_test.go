@@ -43,7 +43,7 @@ func TestExitCodes(t *testing.T) {
 		{"jsonpath without template", []string{"cluster", "list", "-o", "jsonpath"}, ExitUsage, "-o jsonpath needs a template"},
 		{"server dry run", []string{"bundle", "apply", "-f", ".", "--cluster", "x", "--dry-run=server"}, ExitUsage, "--dry-run=server: drover prints the Bundle with --dry-run=client"},
 		{"unknown flag", []string{"cluster", "list", "--bogus"}, ExitUsage, "unknown flag: --bogus"},
-		{"missing argument", []string{"cluster", "get"}, ExitUsage, "accepts 1 arg(s)"},
+		{"missing argument", []string{"cluster", "get"}, ExitUsage, "requires at least 1 arg(s)"},
 		{"required flag", []string{"agent", "install"}, ExitUsage, `required flag(s) "token" not set`},
 		{"renewal token too long", []string{"agent", "--renewal-token-ttl", "2200h"}, ExitUsage, "--renewal-token-ttl 2200h0m0s: at most 2160h0m0s"},
 		{"missing value flag", []string{"cluster", "import", "eks", "--name", "x", "--credential", "c"}, ExitUsage, "--region is required"},

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -43,10 +42,10 @@ func newFleetListCommand(k *kubeOptions) *cobra.Command {
 func newFleetGetCommand(k *kubeOptions) *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
-		Use: "get NAME", Short: "Show a registered cluster: conditions, agent, labels", Args: cobra.ExactArgs(1),
+		Use: "get NAME...", Short: "Show registered clusters: conditions, agent, labels", Args: cobra.MinimumNArgs(1),
 		Example: `  drover fleet get edge-1
   drover fleet get edge-1 -o jsonpath='{.status.agent.lastSeen}'`,
-		ValidArgsFunction: completeOneName(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.ClusterList{}),
+		ValidArgsFunction: completeNames(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.ClusterList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
 				return err
@@ -55,16 +54,13 @@ func newFleetGetCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fc := &fleetv1alpha1.Cluster{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, fc); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("registered cluster %q not found in namespace %s (see `drover fleet list -n %s`)", args[0], ns, ns)
-				}
-				return fmt.Errorf("get registered cluster %s/%s: %w", ns, args[0], err)
-			}
-			return printOne(cmd.OutOrStdout(), &o, fc, fleetColumns, withEvents(cmd.Context(), cmd.OutOrStdout(), c, fc, func() error {
-				return printFleetCluster(cmd.OutOrStdout(), fc, registeredWith(cmd.Context(), c, fc))
-			}))
+			out := cmd.OutOrStdout()
+			return getAll(cmd, c, ns, args, &o, func() *fleetv1alpha1.Cluster { return &fleetv1alpha1.Cluster{} }, fleetColumns, "registered cluster", "drover fleet list",
+				func(fc *fleetv1alpha1.Cluster) error {
+					return withEvents(cmd.Context(), out, c, fc, func() error {
+						return printFleetCluster(out, fc, registeredWith(cmd.Context(), c, fc))
+					})()
+				})
 		},
 	}
 	o.addFlag(cmd, "details")

@@ -181,12 +181,12 @@ func newGitRepoListCommand(k *kubeOptions) *cobra.Command {
 func newGitRepoGetCommand(k *kubeOptions) *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
-		Use:   "get NAME",
-		Short: "Show a GitRepo: the commit deployed, its Bundles' readiness and any fetch or render error",
+		Use:   "get NAME...",
+		Short: "Show GitRepos: the commit deployed, its Bundles' readiness and any fetch or render error",
 		Example: `  drover gitrepo get web
   drover gitrepo get web -o yaml`,
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeOneName(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.GitRepoList{}),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeNames(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.GitRepoList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
 				return err
@@ -195,15 +195,11 @@ func newGitRepoGetCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			gr := &fleetv1alpha1.GitRepo{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, gr); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("gitrepo %q not found in namespace %s (see `drover gitrepo list -n %s`)", args[0], ns, ns)
-				}
-				return fmt.Errorf("get gitrepo %s/%s: %w", ns, args[0], err)
-			}
-			return printOne(cmd.OutOrStdout(), &o, gr, gitRepoColumns,
-				withEvents(cmd.Context(), cmd.OutOrStdout(), c, gr, func() error { return printGitRepo(cmd.OutOrStdout(), gr) }))
+			out := cmd.OutOrStdout()
+			return getAll(cmd, c, ns, args, &o, func() *fleetv1alpha1.GitRepo { return &fleetv1alpha1.GitRepo{} }, gitRepoColumns, "gitrepo", "drover gitrepo list",
+				func(gr *fleetv1alpha1.GitRepo) error {
+					return withEvents(cmd.Context(), out, c, gr, func() error { return printGitRepo(out, gr) })()
+				})
 		},
 	}
 	o.addFlag(cmd, "details")
@@ -211,7 +207,7 @@ func newGitRepoGetCommand(k *kubeOptions) *cobra.Command {
 }
 
 func newGitRepoDeleteCommand(k *kubeOptions) *cobra.Command {
-	var w waitFlags
+	var d deleteFlags
 	cmd := &cobra.Command{
 		Use:               "delete NAME...",
 		Short:             "Delete GitRepos and their Bundles (whose resources are removed downstream unless they keep them)",
@@ -223,10 +219,10 @@ func newGitRepoDeleteCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return deleteAll(cmd, c, ns, args, "gitrepo", "gitrepo.fleet.drover.io", func() client.Object { return &fleetv1alpha1.GitRepo{} }, w, client.PropagationPolicy(metav1.DeletePropagationForeground))
+			return deleteAll(cmd, c, ns, args, "gitrepo", "gitrepo.fleet.drover.io", func() client.Object { return &fleetv1alpha1.GitRepo{} }, d, client.PropagationPolicy(metav1.DeletePropagationForeground))
 		},
 	}
-	w.add(cmd, "the gitrepos and their Bundles are gone", 5*time.Minute)
+	d.add(cmd, "the gitrepos and their Bundles are gone", 5*time.Minute)
 	return cmd
 }
 

@@ -217,6 +217,22 @@ func (k *kubeOptions) client(def string) (client.WithWatch, string, error) {
 	return c, ns, nil
 }
 
+// namespace is the namespace client would work in, found without connecting: -n, else the
+// context's, else def. Without any kubeconfig (--dry-run on a CI runner) it is -n, else def.
+func (k *kubeOptions) namespace(def string) (string, error) {
+	t, err := k.resolve()
+	switch {
+	case errors.Is(err, errNoKubeconfig):
+		t = &kubeTarget{Namespace: *k.flags.Namespace}
+	case err != nil:
+		return "", err
+	}
+	if t.Namespace == "" {
+		return def, nil
+	}
+	return t.Namespace, nil
+}
+
 // listNamespace is the namespace a list command lists in: "" (all) with -A.
 func (k *kubeOptions) listNamespace(ns string) string {
 	if k.allNamespaces {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -410,9 +409,9 @@ func newMigrationListCommand(k *kubeOptions) *cobra.Command {
 func newMigrationGetCommand(k *kubeOptions) *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
-		Use: "get NAME", Short: "Show a CloudProviderMigration and its steps", Args: cobra.ExactArgs(1),
+		Use: "get NAME...", Short: "Show CloudProviderMigrations and their steps", Args: cobra.MinimumNArgs(1),
 		Example:           "  drover migrate get prod\n  drover migrate get prod -o jsonpath='{.status.phase}'",
-		ValidArgsFunction: completeOneName(k, "default", &migrationv1alpha1.CloudProviderMigrationList{}),
+		ValidArgsFunction: completeNames(k, "default", &migrationv1alpha1.CloudProviderMigrationList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
 				return err
@@ -421,31 +420,27 @@ func newMigrationGetCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m := &migrationv1alpha1.CloudProviderMigration{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, m); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("migration %q not found in namespace %s (see `drover migrate list -n %s`)", args[0], ns, ns)
-				}
-				return fmt.Errorf("get migration %s/%s: %w", ns, args[0], err)
-			}
-			return printOne(cmd.OutOrStdout(), &o, m, migrationColumns, withEvents(cmd.Context(), cmd.OutOrStdout(), c, m, func() error {
-				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "Migration %s/%s (%s): phase %s, step %d\n", m.Namespace, m.Name, m.Spec.Distribution, orDash(string(m.Status.Phase)), m.Status.CurrentStep)
-				for _, s := range m.Status.Steps {
-					fmt.Fprintf(out, "step %d %-26s %s", s.Index, s.Name, s.Phase)
-					if s.Message != "" {
-						fmt.Fprintf(out, ": %s", oneLine(s.Message))
-					}
-					fmt.Fprintln(out)
-				}
-				if m.Status.Phase == migrationv1alpha1.PhaseFailed && slices.ContainsFunc(m.Status.Steps, func(s migrationv1alpha1.StepStatus) bool { return s.Phase == migrationv1alpha1.StepFailed }) {
-					// How to act on it, not only that the Events mention it.
-					fmt.Fprintf(out, "Next: fix the cause, then retry the failed step: kubectl -n %s annotate cloudprovidermigration %s %s=$(date +%%s) --overwrite\n"+
-						"      or roll back (below Kubernetes 1.27): kubectl -n %s annotate cloudprovidermigration %s %s=true\n",
-						m.Namespace, m.Name, controller.RetryAnnotation, m.Namespace, m.Name, controller.RollbackAnnotation)
-				}
-				return nil
-			}))
+			out := cmd.OutOrStdout()
+			return getAll(cmd, c, ns, args, &o, func() *migrationv1alpha1.CloudProviderMigration { return &migrationv1alpha1.CloudProviderMigration{} },
+				migrationColumns, "migration", "drover migrate list", func(m *migrationv1alpha1.CloudProviderMigration) error {
+					return withEvents(cmd.Context(), out, c, m, func() error {
+						fmt.Fprintf(out, "Migration %s/%s (%s): phase %s, step %d\n", m.Namespace, m.Name, m.Spec.Distribution, orDash(string(m.Status.Phase)), m.Status.CurrentStep)
+						for _, s := range m.Status.Steps {
+							fmt.Fprintf(out, "step %d %-26s %s", s.Index, s.Name, s.Phase)
+							if s.Message != "" {
+								fmt.Fprintf(out, ": %s", oneLine(s.Message))
+							}
+							fmt.Fprintln(out)
+						}
+						if m.Status.Phase == migrationv1alpha1.PhaseFailed && slices.ContainsFunc(m.Status.Steps, func(s migrationv1alpha1.StepStatus) bool { return s.Phase == migrationv1alpha1.StepFailed }) {
+							// How to act on it, not only that the Events mention it.
+							fmt.Fprintf(out, "Next: fix the cause, then retry the failed step: kubectl -n %s annotate cloudprovidermigration %s %s=$(date +%%s) --overwrite\n"+
+								"      or roll back (below Kubernetes 1.27): kubectl -n %s annotate cloudprovidermigration %s %s=true\n",
+								m.Namespace, m.Name, controller.RetryAnnotation, m.Namespace, m.Name, controller.RollbackAnnotation)
+						}
+						return nil
+					})()
+				})
 		},
 	}
 	o.addFlag(cmd, "details")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -107,7 +108,14 @@ func printList[T client.Object](out, errOut io.Writer, o *output, items []T, col
 		}
 		return nil
 	}
-	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	return printAsList(out, o, items)
+}
+
+// printAsList prints items, in their order, as one v1 List in a format of printer (json, yaml,
+// jsonpath). An empty list has "items": [], as kubectl's, never null: `jq '.items[]'` and
+// `{range .items[*]}` work on it.
+func printAsList[T client.Object](out io.Writer, o *output, items []T) error {
+	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: []runtime.RawExtension{}}
 	for _, it := range items {
 		if err := setKind(it); err != nil {
 			return err
@@ -145,6 +153,70 @@ func printOne[T client.Object](out io.Writer, o *output, obj T, cols []column[T]
 		return printTable(out, o, []T{obj}, cols, false)
 	}
 	return printObject(out, o, obj)
+}
+
+// getAll gets the objects called args (NAME or TYPE/NAME, see objectNames) in ns and prints them
+// as kubectl get does: one alone as printOne; several in the order given, as one table, one List
+// (json, yaml, jsonpath) or a line each (name), and with no -o each one's details in turn. A name
+// that fails does not stop the others (see forEachName). what names the kind in messages
+// ("bundle") and list is the command listing them ("drover bundle list"); human prints one
+// object's details.
+func getAll[T client.Object](cmd *cobra.Command, c client.Client, ns string, args []string, o *output, newObj func() T,
+	cols []column[T], what, list string, human func(T) error) error {
+	names, err := objectNames(newObj(), args)
+	if err != nil {
+		return err
+	}
+	var objs []T
+	failed := forEachName(cmd, names, func(name string) error {
+		obj := newObj()
+		if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("%s %q not found in namespace %s (see `%s -n %s`)", what, name, ns, list, ns)
+			}
+			return fmt.Errorf("get %s %s/%s: %w", what, ns, name, err)
+		}
+		objs = append(objs, obj)
+		return nil
+	})
+	out := cmd.OutOrStdout()
+	if err := printGot(out, o, objs, len(names) == 1, cols, human); err != nil {
+		return err
+	}
+	return failed
+}
+
+// printGot prints the objects a get found (see getAll); one is printed alone if only one was
+// asked for.
+func printGot[T client.Object](out io.Writer, o *output, objs []T, one bool, cols []column[T], human func(T) error) error {
+	if len(objs) == 0 {
+		return nil
+	}
+	if one {
+		return printOne(out, o, objs[0], cols, func() error { return human(objs[0]) })
+	}
+	switch o.format {
+	case "":
+		for i, obj := range objs {
+			if i > 0 {
+				fmt.Fprintln(out)
+			}
+			if err := human(obj); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "table", "wide":
+		return printTable(out, o, objs, cols, false)
+	case "name":
+		for _, obj := range objs {
+			if err := printObject(out, o, obj); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return printAsList(out, o, objs)
 }
 
 func printObject(out io.Writer, o *output, obj client.Object) error {

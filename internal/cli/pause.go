@@ -82,10 +82,15 @@ func newPauseCommand(k *kubeOptions, t pauseTarget, paused bool, defaultNS, shor
 	}
 }
 
-// setPaused patches each object's paused field with drover's CLI as field manager. A Bundle
-// whose paused field Git sets (its GitRepo's drover.yaml/fleet.yaml) is changed anyway, with a
-// warning: the GitRepo sets it back on its next apply.
-func setPaused(cmd *cobra.Command, c client.Client, ns string, names []string, t pauseTarget, paused bool) error {
+// setPaused patches each object's paused field with drover's CLI as field manager; names are
+// NAME or TYPE/NAME (see objectNames), and one that fails does not stop the others (see
+// forEachName). A Bundle whose paused field Git sets (its GitRepo's drover.yaml/fleet.yaml) is
+// changed anyway, with a warning: the GitRepo sets it back on its next apply.
+func setPaused(cmd *cobra.Command, c client.Client, ns string, args []string, t pauseTarget, paused bool) error {
+	names, err := objectNames(t.newObj(), args)
+	if err != nil {
+		return err
+	}
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	patch, err := json.Marshal(t.patch(paused))
 	if err != nil {
@@ -95,7 +100,7 @@ func setPaused(cmd *cobra.Command, c client.Client, ns string, names []string, t
 	if paused {
 		verb = "paused"
 	}
-	for _, name := range names {
+	return forEachName(cmd, names, func(name string) error {
 		obj := t.newObj()
 		// Who sets the field now: the patch moves it to drover-cli.
 		if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
@@ -106,7 +111,7 @@ func setPaused(cmd *cobra.Command, c client.Client, ns string, names []string, t
 		}
 		if t.paused(obj) == paused {
 			fmt.Fprintf(out, "%s/%s was already %s: nothing changed\n", t.resource, name, verb)
-			continue
+			return nil
 		}
 		owner := gitRepoOwner(obj)
 		fromGit := owner != "" && setBy(obj, gitrepo.FieldOwner, t.path)
@@ -121,8 +126,8 @@ func setPaused(cmd *cobra.Command, c client.Client, ns string, names []string, t
 			fmt.Fprintf(errOut, "Warning: the paused setting of %s/%s comes from GitRepo %s (rollout.paused in its path's drover.yaml, or paused in fleet.yaml): its next apply sets it back; change it in Git (or pause the GitRepo: drover gitrepo pause %s)\n",
 				t.resource, name, owner, owner)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // gitRepoOwner is the name of the GitRepo owning obj, if any.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,7 +183,7 @@ func sortPath(field string) (*jsonpath.JSONPath, error) {
 
 // sortList sorts items by namespace, then name, then (stably) by the field at the JSONPath
 // sortBy, if set, as kubectl get --sort-by does: numbers by value, RFC 3339 timestamps by time,
-// anything else by its text; objects without the field first.
+// anything else by its text; objects without the field first. A field no item has is an error.
 func sortList[T client.Object](items []T, sortBy string) error {
 	sortByName(items)
 	if sortBy == "" {
@@ -203,6 +204,10 @@ func sortList[T client.Object](items []T, sortBy string) error {
 			return fmt.Errorf("--sort-by %s: %s/%s: %w", sortBy, it.GetNamespace(), it.GetName(), err)
 		}
 		ks[i] = keyed{it, k}
+	}
+	// A path no item has is a mistyped path, not an order, as kubectl says.
+	if len(ks) > 0 && !slices.ContainsFunc(ks, func(k keyed) bool { return !k.key.missing }) {
+		return fmt.Errorf("--sort-by %s: couldn't find any field with path %q in the list: check it against an item's fields (-o yaml)", sortBy, sortBy)
 	}
 	sort.SliceStable(ks, func(i, j int) bool { return ks[i].key.less(ks[j].key) })
 	for i := range ks {

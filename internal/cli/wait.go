@@ -162,35 +162,55 @@ func bundleReady(c client.Client, key client.ObjectKey) func(context.Context) (s
 	}
 }
 
-// deleteAll deletes the objects called names in ns (newObj makes an empty one of the kind),
-// prints kubectl's "<resource>/<name> deleted" for each and, with --wait, waits until every
-// one is gone. kind names the kind in messages ("bundle").
-func deleteAll(cmd *cobra.Command, c client.Client, ns string, names []string, kind, resource string,
-	newObj func() client.Object, w waitFlags, opts ...client.DeleteOption) error {
+// deleteFlags are a delete command's --wait, --timeout and --ignore-not-found.
+type deleteFlags struct {
+	w              waitFlags
+	ignoreNotFound bool
+}
+
+func (d *deleteFlags) add(cmd *cobra.Command, until string, def time.Duration) {
+	d.w.add(cmd, until, def)
+	cmd.Flags().BoolVar(&d.ignoreNotFound, "ignore-not-found", false, "treat a name that does not exist as deleted (exit 0), as kubectl delete --ignore-not-found")
+}
+
+// deleteAll deletes the objects called args (NAME or TYPE/NAME, see objectNames) in ns (newObj
+// makes an empty one of the kind), prints kubectl's "<resource>/<name> deleted" for each and,
+// with --wait, waits until every one is gone. As kubectl, a name that fails does not stop the
+// others (see forEachName). kind names the kind in messages ("bundle").
+func deleteAll(cmd *cobra.Command, c client.Client, ns string, args []string, kind, resource string,
+	newObj func() client.Object, d deleteFlags, opts ...client.DeleteOption) error {
+	names, err := objectNames(newObj(), args)
+	if err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
 	var deleted []client.Object
-	for _, name := range names {
+	failed := forEachName(cmd, names, func(name string) error {
 		obj := newObj()
 		obj.SetNamespace(ns)
 		obj.SetName(name)
 		if err := c.Delete(cmd.Context(), obj, opts...); err != nil {
 			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("%s %q not found in namespace %s", kind, name, ns)
+				if d.ignoreNotFound {
+					return nil
+				}
+				return fmt.Errorf("%s %q not found in namespace %s (pass --ignore-not-found to treat that as deleted)", kind, name, ns)
 			}
 			return fmt.Errorf("delete %s %s/%s: %w", kind, ns, name, err)
 		}
 		fmt.Fprintf(out, "%s/%s deleted\n", resource, name)
 		deleted = append(deleted, obj)
-	}
-	if !w.wait {
 		return nil
+	})
+	if !d.w.wait {
+		return failed
 	}
 	for _, obj := range deleted {
-		if err := waitUntil(cmd.Context(), out, kind+" "+ns+"/"+obj.GetName(), w.timeout, gone(c, obj)); err != nil {
+		if err := waitUntil(cmd.Context(), out, kind+" "+ns+"/"+obj.GetName(), d.w.timeout, gone(c, obj)); err != nil {
 			return err
 		}
 	}
-	return nil
+	return failed
 }
 
 // applyFailed is a Bundle's failure to apply once nothing is in progress: every targeted cluster

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,7 +31,7 @@ type watchFlags struct {
 func (w *watchFlags) addFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&w.watch, "watch", "w", false, "after listing, print each object again when it is added, changed or deleted (Ctrl-C stops)")
 	cmd.Flags().BoolVar(&w.only, "watch-only", false, "print only changes, without listing first")
-	cmd.Flags().BoolVar(&w.events, "output-watch-events", false, "with --watch, prefix each change with ADDED, MODIFIED or DELETED")
+	cmd.Flags().BoolVar(&w.events, "output-watch-events", false, "with --watch, prefix each change with ADDED, MODIFIED or DELETED (json, yaml: print {type, object} watch events)")
 }
 
 func (w *watchFlags) enabled() bool { return w.watch || w.only }
@@ -39,8 +40,14 @@ func (w *watchFlags) validate(o *output) error {
 	if w.events && !w.enabled() {
 		return usageErrorf("--output-watch-events needs --watch or --watch-only")
 	}
-	if w.events && o.format != "" && o.format != "table" && o.format != "wide" {
-		return usageErrorf("--output-watch-events: only with a table (-o table or wide), not -o %s", o.format)
+	// json and yaml print each event as kubectl does, {"type": ..., "object": ...}; name and
+	// jsonpath have no place for the type.
+	switch o.format {
+	case "", "table", "wide", "json", "yaml":
+	default:
+		if w.events {
+			return usageErrorf("--output-watch-events: only with a table (-o table or wide), -o json or -o yaml, not -o %s", o.format)
+		}
 	}
 	return nil
 }
@@ -178,7 +185,11 @@ func (lw *listWatch[T]) print(typ watch.EventType, objs ...T) error {
 				return err
 			}
 			clean(obj)
-			if err := lw.printer.PrintObj(obj, lw.out); err != nil {
+			var printed runtime.Object = obj
+			if lw.events {
+				printed = &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Object: obj}}
+			}
+			if err := lw.printer.PrintObj(printed, lw.out); err != nil {
 				return err
 			}
 		}

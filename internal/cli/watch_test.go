@@ -161,7 +161,7 @@ func TestListWatch(t *testing.T) {
 		t.Errorf("--watch-only printed a %d times, want 1 (its change):\n%s", n, only.String())
 	}
 
-	for _, args := range [][]string{{"bundle", "list", "--output-watch-events"}, {"bundle", "list", "-w", "--output-watch-events", "-o", "json"}} {
+	for _, args := range [][]string{{"bundle", "list", "--output-watch-events"}, {"bundle", "list", "-w", "--output-watch-events", "-o", "name"}} {
 		_, _, err := drover(ctx, append(args, "--kubeconfig", kc, "-n", ns)...)
 		if err == nil || !strings.Contains(err.Error(), "--output-watch-events") || ExitCode(err) != 2 {
 			t.Errorf("drover %s: %v (exit %d), want a usage error naming --output-watch-events", strings.Join(args, " "), err, ExitCode(err))
