@@ -68,7 +68,9 @@ func waitUntil(ctx context.Context, out io.Writer, what string, timeout time.Dur
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			// Ctrl-C stops the wait only: what the command asked for was sent and goes on.
+			return fmt.Errorf("stopped waiting for %s after %s (last: %s): the request was made and goes on; follow it with get or -w: %w",
+				what, time.Since(start).Round(time.Second), orDash(last), ctx.Err())
 		case <-deadline.C:
 			return withCode(ExitNotReady, fmt.Errorf("timed out after %s waiting for %s (last: %s)", timeout, what, orDash(last)))
 		case <-tick.C:

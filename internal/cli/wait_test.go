@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,5 +133,19 @@ func TestGitRepoWaitNowhere(t *testing.T) {
 	if err != nil || s.done || s.failed == nil || !strings.Contains(s.failed.Error(), "path paused (Bundle apps-paused) targets no registered cluster") ||
 		!strings.Contains(s.failed.Error(), "drover gitrepo get apps -n "+ns) {
 		t.Errorf("done %v, failed %v (%v); want a failure naming the path", s.done, s.failed, err)
+	}
+}
+
+// TestWaitInterrupted: Ctrl-C during --wait says that only the wait stopped (the request was
+// made), not a bare "context canceled".
+func TestWaitInterrupted(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	err := waitUntil(ctx, &bytes.Buffer{}, "bundle web", time.Minute, func(context.Context) (state, error) {
+		cancel()
+		return state{line: "deleting"}, nil
+	})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "stopped waiting for bundle web") || !strings.Contains(err.Error(), "last: deleting") {
+		t.Fatalf("interrupted wait: %v", err)
 	}
 }
