@@ -63,7 +63,8 @@ func View(p Provider, c *v1.Cluster, upstream map[string]any) ([]FieldView, erro
 		}
 		rows = append(rows, FieldView{
 			Path: path.String(), Value: show(v, true), Managed: managed, Upstream: show(uv, uv != nil),
-			Drift: managed && cv != nil && !reflect.DeepEqual(cv, uv),
+			// Never read from the provider (upstream nil): its values are unknown, not different.
+			Drift: managed && cv != nil && upstream != nil && !reflect.DeepEqual(cv, uv),
 		})
 	}
 	walk(nil, eff)
