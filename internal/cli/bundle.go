@@ -302,8 +302,10 @@ func ReadManifestDir(dir string) ([]runtime.RawExtension, error) {
 func newBundleStatusCommand(k *kubeOptions) *cobra.Command {
 	var o output
 	cmd := &cobra.Command{
-		Use:   "status NAME...",
-		Short: "Show where Bundles are deployed and which clusters are not ready",
+		Use: "status NAME...",
+		// Every other kind's command is get: a kubectl user types that first.
+		Aliases: []string{"get"},
+		Short:   "Show where Bundles are deployed and which clusters are not ready",
 		Example: `  drover bundle status web
   drover bundle status web -o yaml
   drover bundle status web -o jsonpath='{.status.summary.ready}'`,

@@ -135,6 +135,9 @@ func TestNameOutputFedBack(t *testing.T) {
 	if out := run("bundle", "status", "bundle.fleet.drover.io/web", "-o", "jsonpath={.metadata.name}"); out != "web" {
 		t.Errorf("bundle status bundle.fleet.drover.io/web: %q", out)
 	}
+	if out := run("bundle", "get", "bundles/web", "-o", "name"); out != "bundle.fleet.drover.io/web\n" {
+		t.Errorf("bundle get (kubectl's verb for bundle status): %q", out)
+	}
 	run("bundle", "pause", "bundles/web")
 	run("bundle", "redeploy", "bundle.fleet.drover.io/web")
 	run("gitrepo", "pause", "gitrepo.fleet.drover.io/apps")
