@@ -82,9 +82,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		b.Labels[fleetv1alpha1.ClusterLabel] = c.Name
 		b.Labels[fleetv1alpha1.ManagedLabel] = "true"
+		// An operator's pause (hold this cluster's agent at its version while drover is upgraded)
+		// and redeploy are theirs: rewriting the spec must not undo them.
+		paused, redeploys := b.Spec.Rollout.Paused, b.Spec.ForceSyncGeneration
 		b.Spec = fleetv1alpha1.BundleSpec{
-			Resources: resources,
-			Targets:   []fleetv1alpha1.BundleTarget{{ClusterName: c.Name}},
+			Rollout:             fleetv1alpha1.BundleRollout{Paused: paused},
+			ForceSyncGeneration: redeploys,
+			Resources:           resources,
+			Targets:             []fleetv1alpha1.BundleTarget{{ClusterName: c.Name}},
 			// The importer applied the same fields with its own field manager.
 			ForceConflicts: true,
 			CorrectDrift:   true,

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -334,6 +335,62 @@ func TestAgentManagement(t *testing.T) {
 			return nil
 		})
 	})
+	// The brake for upgrading drover across a fleet: a paused agent Bundle keeps its cluster's
+	// agent at its version while drover rewrites the Bundle for a new one (the rewrite once
+	// silently unpaused it); resuming rolls the new version out.
+	t.Run("a paused agent Bundle holds the agent's version", func(t *testing.T) {
+		const image = "ghcr.io/droverhq/drover:test-held"
+		_, held, err := agentPod(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name}}
+		patchBundle(t, b, func(b *fleetv1alpha1.Bundle) { b.Spec.Rollout.Paused = true })
+		bd, err := bundleDeployment(t, fullName, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heldID := bd.Spec.DeploymentID
+		patchCluster(t, fullName, func(c *fleetv1alpha1.Cluster) { c.Spec.AgentImage = image })
+		eventually(t, 30*time.Second, func() error {
+			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+				return err
+			}
+			if !bundleHas(b, image) {
+				return errors.New("agent Bundle not rewritten for the new image yet")
+			}
+			if !b.Spec.Rollout.Paused {
+				return errors.New("rewriting the agent Bundle unpaused it")
+			}
+			if b.Status.ObservedGeneration != b.Generation {
+				return errors.New("Bundle not reconciled yet")
+			}
+			return nil
+		})
+		if bd, err := bundleDeployment(t, fullName, name); err != nil || bd.Spec.DeploymentID != heldID {
+			t.Fatalf("paused agent Bundle: BundleDeployment %v, deploymentID %s → %s", err, heldID, bd.Spec.DeploymentID)
+		}
+		if _, img, err := agentPod(t); err != nil || img != held {
+			t.Fatalf("paused agent Bundle: agent pod image %s (%v), want %s", img, err, held)
+		}
+		patchBundle(t, b, func(b *fleetv1alpha1.Bundle) { b.Spec.Rollout.Paused = false })
+		eventually(t, 90*time.Second, func() error {
+			if _, img, err := agentPod(t); err != nil || img != image {
+				return fmt.Errorf("resumed: agent pod image %s (%v), want %s", img, err, image)
+			}
+			return nil
+		})
+	})
+}
+
+// bundleHas reports whether any of b's resources mentions s.
+func bundleHas(b *fleetv1alpha1.Bundle, s string) bool {
+	for _, r := range b.Spec.Resources {
+		if strings.Contains(string(r.Raw), s) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestDeletingABundle: its BundleDeployments go, the agent removes what they applied, and the
