@@ -376,7 +376,7 @@ func TestAgentManagement(t *testing.T) {
 		patchBundle(t, b, func(b *fleetv1alpha1.Bundle) { b.Spec.Rollout.Paused = false })
 		eventually(t, 90*time.Second, func() error {
 			if _, img, err := agentPod(t); err != nil || img != image {
-				return fmt.Errorf("resumed: agent pod image %s (%v), want %s", img, err, image)
+				return fmt.Errorf("resumed: agent pod image %s (%w), want %s", img, err, image)
 			}
 			return nil
 		})
