@@ -111,7 +111,7 @@ func TestImage(t *testing.T) {
 	if files["etc/passwd"] == nil || files["tmp/"] == nil {
 		t.Errorf("layer lacks /etc/passwd or /tmp: %v", files)
 	}
-	out, err := exec.CommandContext(t.Context(), extracted, "version", "-o", "json").Output()
+	out, err := exec.CommandContext(t.Context(), extracted, "version", "--client", "-o", "json").Output()
 	if err != nil {
 		t.Fatalf("drover version from the image: %v", err)
 	}

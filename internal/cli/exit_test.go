@@ -32,7 +32,7 @@ func TestExitCodes(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"ok", []string{"version"}, ExitOK, ""},
+		{"ok", []string{"version", "--client"}, ExitOK, ""},
 		{"unknown command", []string{"nosuch"}, ExitUsage, `unknown command "nosuch"`},
 		{"unknown subcommand", []string{"cluster", "nosuch"}, ExitUsage, `unknown command "nosuch" for "drover cluster"`},
 		{"mistyped command", []string{"clsuter", "list"}, ExitUsage, `unknown command "clsuter" for "drover"; did you mean "cluster"?`},

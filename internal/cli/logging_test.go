@@ -9,7 +9,7 @@ import (
 
 // TestVerbosityThroughMain: "drover version -v 2" runs (the 2 is the level, not an argument).
 func TestVerbosityThroughMain(t *testing.T) {
-	if code := Main([]string{"version", "-v", "2"}); code != ExitOK {
+	if code := Main([]string{"version", "--client", "-v", "2"}); code != ExitOK {
 		t.Errorf("drover version -v 2: exit %d, want %d", code, ExitOK)
 	}
 	if got := verbosityArgs([]string{"get", "-v", "3", "--", "-v", "4"}); strings.Join(got, " ") != "get -v=3 -- -v 4" {

@@ -31,7 +31,7 @@ func TestLongRunningCommandsSetMemoryLimit(t *testing.T) {
 		args []string
 		want int64
 	}{
-		{[]string{"version"}, 0},
+		{[]string{"version", "--client"}, 0},
 		{[]string{"server", "--kubeconfig", missing, "--embedded=false"}, want},
 		{[]string{"agent", "--downstream-kubeconfig", missing}, want},
 	} {

@@ -3,18 +3,26 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/droverhq/drover/internal/controlplane"
+	"github.com/droverhq/drover/internal/crds"
 	"github.com/droverhq/drover/internal/logging"
+	"github.com/droverhq/drover/internal/server"
 	"github.com/droverhq/drover/internal/version"
 )
 
@@ -41,7 +49,7 @@ func newRootWithLogs() (*cobra.Command, *kubeOptions, *logOptions) {
 	logs := &logOptions{}
 	logs.addFlags(root)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return logs.setup(cmd) }
-	root.AddCommand(newServerCommand(k, logs), newVersionCommand(), newClusterCommand(k), newCloudsimCommand())
+	root.AddCommand(newServerCommand(k, logs), newVersionCommand(k), newClusterCommand(k), newCloudsimCommand())
 	root.AddCommand(newAgentCommand(k, logs), newMigrateCommand(k))
 	root.AddCommand(newBundleCommand(k), newFleetCommand(k), newTokenCommand(k))
 	root.AddCommand(newGitRepoCommand(k))
@@ -153,21 +161,40 @@ func exit(err error, stderr io.Writer) int {
 	return code
 }
 
-func newVersionCommand() *cobra.Command {
+func newVersionCommand(k *kubeOptions) *cobra.Command {
 	var output string
+	var clientOnly bool
 	cmd := &cobra.Command{
-		Use:     "version",
-		Short:   "Print drover's version, git commit, Go version and the Kubernetes version it was built against",
-		Example: "  drover version\n  drover version -o json",
+		Use:   "version",
+		Short: "Print drover's version, git commit, Go version and Kubernetes version, and the management cluster's",
+		Long: `Print this drover binary's version, git commit, Go version and the Kubernetes version it was
+built against; then, as kubectl does, the management cluster's: the drover version that last
+applied drover's CRDs there (the server's, annotation fleet.drover.io/version) and its Kubernetes
+version. Without a kubeconfig, or with --client, only this binary's. A management cluster that
+does not answer is an error (exit 1), after this binary's version.`,
+		Example: "  drover version\n  drover version --client -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			info := buildInfo()
+			if output != "" && output != "json" && output != "yaml" {
+				return usageErrorf("-o %s: unknown output format (use json or yaml, or leave it out)", output)
+			}
+			v := versionOutput{Info: buildInfo()}
+			var serverErr error
+			if !clientOnly {
+				v.Server, serverErr = serverVersion(cmd.Context(), k)
+			}
 			switch output {
 			case "":
-				_, err := fmt.Fprint(cmd.OutOrStdout(), info.String())
-				return err
-			case "json", "yaml":
-				b, err := info.JSON()
+				if _, err := fmt.Fprint(cmd.OutOrStdout(), v.Info.String()); err != nil {
+					return err
+				}
+				if s := v.Server; s != nil {
+					if _, err := fmt.Fprintf(cmd.OutOrStdout(), "server %s\n  drover:      %s\n  kubernetes:  %s\n", s.Host, s.Drover, s.Kubernetes); err != nil {
+						return err
+					}
+				}
+			default:
+				b, err := json.MarshalIndent(v, "", "  ")
 				if err != nil {
 					return err
 				}
@@ -175,17 +202,67 @@ func newVersionCommand() *cobra.Command {
 					if b, err = yaml.JSONToYAML(b); err != nil {
 						return err
 					}
-					_, err = cmd.OutOrStdout().Write(b)
+					if _, err = cmd.OutOrStdout().Write(b); err != nil {
+						return err
+					}
+				} else if _, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b); err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
-				return err
 			}
-			return usageErrorf("-o %s: unknown output format (use json or yaml, or leave it out)", output)
+			return serverErr
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json|yaml")
+	cmd.Flags().BoolVar(&clientOnly, "client", false, "this binary's version only: do not contact the management cluster")
 	return cmd
+}
+
+// versionOutput is drover version's: this binary's, and the management cluster's when known.
+type versionOutput struct {
+	version.Info
+	Server *serverInfo `json:"server,omitempty"`
+}
+
+type serverInfo struct {
+	Host string `json:"host"`
+	// Drover is the version of the drover that last applied the CRDs, "unknown" when they
+	// carry none (applied by an older drover, or by hand) or may not be read.
+	Drover     string `json:"drover"`
+	Kubernetes string `json:"kubernetes"`
+}
+
+// serverVersion asks the management cluster (found as every command finds it) for its
+// versions; nil without a kubeconfig.
+func serverVersion(ctx context.Context, k *kubeOptions) (*serverInfo, error) {
+	t, err := k.resolve()
+	if errors.Is(err, errNoKubeconfig) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg := rest.CopyConfig(t.Config)
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	kv, err := dc.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("the management cluster at %s does not answer (%w): drover version --client prints this binary's version alone", cfg.Host, err)
+	}
+	s := &serverInfo{Host: cfg.Host, Drover: "unknown", Kubernetes: kv.GitVersion}
+	c, err := client.New(cfg, client.Options{Scheme: server.Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "clusters.fleet.drover.io"}, crd); err == nil && crd.Annotations[crds.VersionAnnotation] != "" {
+		s.Drover = crd.Annotations[crds.VersionAnnotation]
+	}
+	return s, nil
 }
 
 // buildInfo is version.Get(), with the Kubernetes version of the embedded control plane when

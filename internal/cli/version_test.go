@@ -3,10 +3,15 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/droverhq/drover/internal/controlplane"
+	"github.com/droverhq/drover/internal/crds"
 	"github.com/droverhq/drover/internal/version"
 )
 
@@ -15,7 +20,8 @@ func runVersion(t *testing.T, args ...string) (string, error) {
 	cmd := NewRootCommand()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
-	cmd.SetArgs(append([]string{"version"}, args...))
+	// --client: these tests must not depend on a kubeconfig lying around (TestVersionServer).
+	cmd.SetArgs(append([]string{"version", "--client"}, args...))
 	err := cmd.ExecuteContext(t.Context())
 	return out.String(), err
 }
@@ -72,5 +78,46 @@ func TestVersionGolden(t *testing.T) {
 			t.Fatalf("version %v: %v", args, err)
 		}
 		golden(t, name, placeholders.Replace(out))
+	}
+}
+
+// TestVersionServer: as kubectl, drover version also reports the management cluster's versions:
+// the drover that last applied its CRDs (their fleet.drover.io/version annotation) and
+// Kubernetes; without a kubeconfig only this binary's; an unreachable cluster is exit 1 after
+// this binary's version.
+func TestVersionServer(t *testing.T) {
+	isolateKube(t)
+	ctx := t.Context()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Name: "clusters.fleet.drover.io"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	before := crd.DeepCopy()
+	if crd.Annotations == nil {
+		crd.Annotations = map[string]string{}
+	}
+	crd.Annotations[crds.VersionAnnotation] = "v9.8.7"
+	if err := mgmt.Client.Patch(ctx, crd, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := drover(ctx, "version", "--kubeconfig", mgmtKubeconfig(t))
+	if err != nil || !strings.Contains(out, "drover "+buildInfo().Version+"\n") || !strings.Contains(out, "server "+mgmt.Config.Host+"\n  drover:      v9.8.7\n  kubernetes:  v") {
+		t.Errorf("drover version with a management cluster: %v\n%s", err, out)
+	}
+	js, _, err := drover(ctx, "version", "--kubeconfig", mgmtKubeconfig(t), "-o", "json")
+	var v struct {
+		Version string `json:"version"`
+		Server  struct{ Drover, Kubernetes string }
+	}
+	if err != nil || json.Unmarshal([]byte(js), &v) != nil || v.Version != buildInfo().Version || v.Server.Drover != "v9.8.7" || v.Server.Kubernetes == "" {
+		t.Errorf("drover version -o json: %v %+v\n%s", err, v, js)
+	}
+	if out, _, err := drover(ctx, "version"); err != nil || strings.Contains(out, "server") {
+		t.Errorf("drover version without a kubeconfig: %v\n%s", err, out)
+	}
+	gone := writeKubeconfig(t, filepath.Join(t.TempDir(), "kc"), "gone")
+	out, _, err = drover(ctx, "version", "--kubeconfig", gone, "--request-timeout", "2s")
+	if err == nil || !strings.Contains(err.Error(), "does not answer") || !strings.Contains(out, "drover "+buildInfo().Version) {
+		t.Errorf("drover version with an unreachable cluster: %v\n%s", err, out)
 	}
 }
