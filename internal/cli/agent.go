@@ -69,7 +69,7 @@ commands.`,
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one active replica")
 	f.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", 0, "check-in interval (default 1m)")
 	f.DurationVar(&opts.DriftInterval, "drift-interval", 0, "how often applied resources are checked for drift (default 30s)")
-	f.DurationVar(&opts.RenewalTokenTTL, "renewal-token-ttl", 0, "lifetime asked for when renewing the renewal identity's token: how long the agent may be offline and still re-register on its own (default 720h, at most 2160h)")
+	f.DurationVar(&opts.RenewalTokenTTL, "renewal-token-ttl", 0, "lifetime asked for when renewing the renewal identity's token: the agent renews it once less than half is left, so it may be offline for at least half of this and still re-register on its own (default 720h: 15 days or more; at most 2160h)")
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", fmt.Sprintf(":%d", agent.DefaultMetricsPort), "address of /metrics (0 disables it)")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", fmt.Sprintf(":%d", agent.DefaultHealthPort), "address of /healthz and /readyz (the Deployment's probes; 0 disables them)")
 	logs.addZapFlags(cmd)
