@@ -65,15 +65,6 @@ func parseManifests(what string, data []byte) ([]runtime.RawExtension, error) {
 	return out, nil
 }
 
-// gitRepoOf is the name of the GitRepo whose Bundle b is (its controller reference, else the
-// label the GitRepo controller sets), if any.
-func gitRepoOf(b *fleetv1alpha1.Bundle) string {
-	if repo := gitRepoOwner(b); repo != "" {
-		return repo
-	}
-	return b.Labels[fleetv1alpha1.GitRepoNameLabel]
-}
-
 // bundleClient is k.client with the default workspace as the default namespace.
 func bundleClient(k *kubeOptions) (client.Client, string, error) {
 	return k.client(fleetv1alpha1.DefaultWorkspaceNamespace)
@@ -182,7 +173,7 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 			default:
 				// A GitRepo writes its Bundles from Git: what apply writes lasts until its next
 				// apply, so the change belongs in Git.
-				if repo := gitRepoOf(cur); repo != "" {
+				if repo := gitRepoOwner(cur); repo != "" {
 					if !overwrite {
 						return fmt.Errorf("bundle %s/%s belongs to GitRepo %s, whose next apply would undo this: change the Git repository instead (see `drover gitrepo get %s -n %s`), or pass --force to overwrite it anyway",
 							ns, name, repo, repo, ns)

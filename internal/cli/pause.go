@@ -130,14 +130,15 @@ func setPaused(cmd *cobra.Command, c client.Client, ns string, args []string, t 
 	})
 }
 
-// gitRepoOwner is the name of the GitRepo owning obj, if any.
+// gitRepoOwner is the name of the GitRepo whose object obj is (its owner reference, else the
+// label the GitRepo controller sets on its Bundles), if any.
 func gitRepoOwner(obj client.Object) string {
 	for _, o := range obj.GetOwnerReferences() {
 		if o.Kind == "GitRepo" && strings.HasPrefix(o.APIVersion, fleetv1alpha1.GroupVersion.Group+"/") {
 			return o.Name
 		}
 	}
-	return ""
+	return obj.GetLabels()[fleetv1alpha1.GitRepoNameLabel]
 }
 
 // setBy reports whether manager owns the field at path (managedFields' f: notation) of obj.

@@ -37,7 +37,8 @@ func newBundleRedeployCommand(k *kubeOptions) *cobra.Command {
 			}
 			var done []string
 			failed := forEachName(cmd, names, func(name string) error {
-				if err := redeploy(cmd.Context(), c, client.ObjectKey{Namespace: ns, Name: name}); err != nil {
+				if _, err := bumpSyncGeneration(cmd.Context(), c, client.ObjectKey{Namespace: ns, Name: name}, "bundle", &fleetv1alpha1.Bundle{},
+					func(o client.Object) *int64 { return &o.(*fleetv1alpha1.Bundle).Spec.ForceSyncGeneration }); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "bundle.fleet.drover.io/%s redeploying: %s\n", name, redeployEffect)
@@ -79,59 +80,42 @@ func newGitRepoRedeployCommand(k *kubeOptions) *cobra.Command {
 				return err
 			}
 			return forEachName(cmd, names, func(name string) error {
-				return redeployGitRepo(cmd, c, client.ObjectKey{Namespace: ns, Name: name})
+				gen, err := bumpSyncGeneration(cmd.Context(), c, client.ObjectKey{Namespace: ns, Name: name}, "gitrepo", &fleetv1alpha1.GitRepo{},
+					func(o client.Object) *int64 { return &o.(*fleetv1alpha1.GitRepo).Spec.ForceSyncGeneration })
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "gitrepo.fleet.drover.io/%s redeploying (forceSyncGeneration %d): its Bundles are written again and %s\n",
+					name, gen, redeployEffect)
+				return nil
 			})
 		},
 	}
 	return cmd
 }
 
-// redeploy increments a Bundle's spec.forceSyncGeneration (optimistic lock: two redeploys at
-// once are two increments, or one fails and is retried).
-func redeploy(ctx context.Context, c client.Client, key client.ObjectKey) error {
+// bumpSyncGeneration increments the spec.forceSyncGeneration (gen points at it in an object of
+// obj's kind) of the kind's object at key, and returns the new value. With an optimistic lock:
+// two redeploys at once are two increments, or one fails and is retried.
+func bumpSyncGeneration(ctx context.Context, c client.Client, key client.ObjectKey, kind string, obj client.Object, gen func(client.Object) *int64) (int64, error) {
 	for range 5 {
-		b := &fleetv1alpha1.Bundle{}
-		if err := c.Get(ctx, key, b); err != nil {
+		cur := obj.DeepCopyObject().(client.Object)
+		if err := c.Get(ctx, key, cur); err != nil {
 			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("bundle %q not found in namespace %s", key.Name, key.Namespace)
+				return 0, fmt.Errorf("%s %q not found in namespace %s", kind, key.Name, key.Namespace)
 			}
-			return fmt.Errorf("get bundle %s: %w", key, err)
+			return 0, fmt.Errorf("get %s %s: %w", kind, key, err)
 		}
-		patch := client.MergeFromWithOptions(b.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		b.Spec.ForceSyncGeneration++
-		err := c.Patch(ctx, b, patch, client.FieldOwner(cliFieldManager))
-		if !apierrors.IsConflict(err) {
-			if err != nil {
-				return fmt.Errorf("redeploy bundle %s: %w", key, err)
-			}
-			return nil
-		}
-	}
-	return fmt.Errorf("redeploy bundle %s: it kept changing; try again", key)
-}
-
-// redeployGitRepo increments a GitRepo's spec.forceSyncGeneration (optimistic lock, as redeploy).
-func redeployGitRepo(cmd *cobra.Command, c client.Client, key client.ObjectKey) error {
-	for range 5 {
-		gr := &fleetv1alpha1.GitRepo{}
-		if err := c.Get(cmd.Context(), key, gr); err != nil {
-			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("gitrepo %q not found in namespace %s", key.Name, key.Namespace)
-			}
-			return fmt.Errorf("get gitrepo %s: %w", key, err)
-		}
-		patch := client.MergeFromWithOptions(gr.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		gr.Spec.ForceSyncGeneration++
-		err := c.Patch(cmd.Context(), gr, patch, client.FieldOwner(cliFieldManager))
+		patch := client.MergeFromWithOptions(cur.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+		*gen(cur)++
+		err := c.Patch(ctx, cur, patch, client.FieldOwner(cliFieldManager))
 		if apierrors.IsConflict(err) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("redeploy gitrepo %s: %w", key, err)
+			return 0, fmt.Errorf("redeploy %s %s: %w", kind, key, err)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "gitrepo.fleet.drover.io/%s redeploying (forceSyncGeneration %d): its Bundles are written again and %s\n",
-			key.Name, gr.Spec.ForceSyncGeneration, redeployEffect)
-		return nil
+		return *gen(cur), nil
 	}
-	return fmt.Errorf("redeploy gitrepo %s: it kept changing; try again", key)
+	return 0, fmt.Errorf("redeploy %s %s: it kept changing; try again", kind, key)
 }

@@ -50,3 +50,24 @@ func TestCredentialsState(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenRefusal: a refused token request is one stable line: the OAuth code and the first
+// line of the description, falling back to the HTTP status.
+func TestTokenRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		name, code, desc  string
+		status            int
+		wantCode, wantMsg string
+	}{
+		{"oauth body", "invalid_client", "AADSTS7000215: Invalid client secret provided.\r\nTrace ID: 1\r\nTimestamp: x", 401, "invalid_client", "AADSTS7000215: Invalid client secret provided."},
+		{"no body", "", "", 400, "token 400", "Bad Request"},
+		{"no response", "", "", 0, "token", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, msg := TokenRefusal(tc.code, tc.desc, tc.status)
+			if code != tc.wantCode || msg != tc.wantMsg {
+				t.Errorf("TokenRefusal = %q, %q; want %q, %q", code, msg, tc.wantCode, tc.wantMsg)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"reflect"
 	"regexp"
 	"slices"
@@ -817,6 +818,29 @@ func Sentence(msg string) string {
 		return msg
 	}
 	return msg + "."
+}
+
+// TokenRefusal is the code and message of a token request an identity provider refused with
+// an OAuth error body, as one stable line: the error code (else "token" and the HTTP status;
+// status 0: no response) and the description's first line (else the status text). The lines
+// after the first carry trace IDs and timestamps that differ on every call and would rewrite
+// the status on each retry.
+func TokenRefusal(errorCode, description string, status int) (code, msg string) {
+	code, msg = errorCode, description
+	if i := strings.IndexAny(msg, "\r\n"); i >= 0 {
+		msg = msg[:i]
+	}
+	msg = strings.TrimSpace(msg)
+	if code == "" {
+		code = "token"
+		if status != 0 {
+			code = fmt.Sprintf("token %d", status)
+		}
+	}
+	if msg == "" && status != 0 {
+		msg = http.StatusText(status)
+	}
+	return code, msg
 }
 
 // msgChangedSinceRead is the Synced message of a write refused with 412 (ErrChangedSinceRead).

@@ -109,28 +109,15 @@ func tokenError(op string, af *azidentity.AuthenticationFailedError) *hosted.Pro
 			_ = json.Unmarshal(b, &body)
 		}
 	}
-	code, msg := body.Error, firstLine(body.Description)
-	if code == "" {
-		code = "token"
-		if af.RawResponse != nil {
-			code = fmt.Sprintf("token %d", af.RawResponse.StatusCode)
-		}
+	status := 0
+	if af.RawResponse != nil {
+		status = af.RawResponse.StatusCode
 	}
-	if msg == "" && af.RawResponse != nil {
-		msg = http.StatusText(af.RawResponse.StatusCode)
-	}
+	code, msg := hosted.TokenRefusal(body.Error, body.Description, status)
 	if key := aadKey(body.Codes, msg); key != "" {
 		msg = hosted.Sentence(msg) + " Check the Secret's key " + key + "."
 	}
 	return &hosted.ProviderError{Op: op, Code: code, Message: msg, Err: af}
-}
-
-// firstLine is s up to its first line break, trimmed.
-func firstLine(s string) string {
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		s = s[:i]
-	}
-	return strings.TrimSpace(s)
 }
 
 // aadKeys name the credential Secret's key an Entra ID error code points at.

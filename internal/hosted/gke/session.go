@@ -187,20 +187,11 @@ func tokenError(op string, ae *auth.Error) *hosted.ProviderError {
 		Description string `json:"error_description"`
 	}
 	_ = json.Unmarshal(ae.Body, &body)
-	code, msg := body.Error, body.Description
-	if i := strings.IndexAny(msg, "\r\n"); i >= 0 {
-		msg = msg[:i]
+	status := 0
+	if ae.Response != nil {
+		status = ae.Response.StatusCode
 	}
-	msg = strings.TrimSpace(msg)
-	if code == "" {
-		code = "token"
-		if ae.Response != nil {
-			code = fmt.Sprintf("token %d", ae.Response.StatusCode)
-		}
-	}
-	if msg == "" && ae.Response != nil {
-		msg = http.StatusText(ae.Response.StatusCode)
-	}
+	code, msg := hosted.TokenRefusal(body.Error, body.Description, status)
 	msg = hosted.Sentence(msg) + " Check the Secret's key " + KeyServiceAccountJSON + " (a deleted or disabled key, or another service account's)."
 	return &hosted.ProviderError{Op: op, Code: code, Message: strings.TrimSpace(msg), Err: ae}
 }
