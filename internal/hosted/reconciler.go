@@ -293,6 +293,22 @@ func (ps *pass) finish(ctx context.Context, err error) error {
 	return ps.result(err)
 }
 
+// writeStatus writes the status now, mid-pass, and makes it the base of the pass's final write.
+func (ps *pass) writeStatus(ctx context.Context) error {
+	if equalStatus(&ps.orig.Status, &ps.c.Status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(ps.orig, client.MergeFromWithOptimisticLock{})
+	status := *ps.c.Status.DeepCopy()
+	err := ps.r.Client.Status().Patch(ctx, ps.c, patch)
+	ps.c.Status = status
+	if err != nil {
+		return err
+	}
+	ps.orig = ps.c.DeepCopy()
+	return nil
+}
+
 func (ps *pass) key() types.NamespacedName {
 	return types.NamespacedName{Namespace: ps.c.Namespace, Name: ps.c.Name}
 }
@@ -643,17 +659,34 @@ func (ps *pass) notFound(ctx context.Context, sess Session, config map[string]an
 		}
 		config = defaulted
 	}
-	started, err := sess.Create(ctx, c, config)
-	if err != nil {
-		return ps.providerError("Create", err)
-	}
+	// Record the create before sending it. A create whose outcome this pass never learns (the
+	// process ends, or the response is lost after the provider accepted it) would otherwise
+	// leave no trace here, and the next pass would find "someone else's" cluster and refuse it
+	// as AlreadyExists. With phase creating recorded, the next pass takes an existing cluster
+	// as this create's and a missing one as never created (and creates it).
+	before := st.DeepCopy()
 	st.Phase = v1.PhaseCreating
 	st.FailureMessage = ""
-	if started != nil && started.ID != "" {
-		st.PendingOperations = append(st.PendingOperations, started.ID)
-	}
 	if err := p.SetStatus(c, nil, p.CreateBase(config), nil); err != nil {
 		return reconcile.Result{}, err
+	}
+	ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCreating, "drover is asking the provider to create the cluster.")
+	if err := ps.writeStatus(ctx); err != nil {
+		return reconcile.Result{}, fmt.Errorf("record the create before sending it: %w", err)
+	}
+	started, err := sess.Create(ctx, c, config)
+	if err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) || errors.Is(err, ErrCredentials) {
+			// Refused before anything was created (a config or credential the provider
+			// rejects): nothing exists to take as this create's. Any other failure (lost
+			// response, throttling after an SDK retry, a 5xx) may hide an accepted create.
+			*st = *before
+		}
+		return ps.providerError("Create", err)
+	}
+	if started != nil && started.ID != "" {
+		st.PendingOperations = append(st.PendingOperations, started.ID)
 	}
 	ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCreating, "drover asked the provider to create the cluster.")
 	ps.event(corev1.EventTypeNormal, "Creating", "Create", "Creating the cluster at the provider")
