@@ -45,6 +45,11 @@ const (
 	// ReasonClusterNotFound: spec.clusterRef names no provisioning Cluster (yet); the
 	// controller re-checks every ClusterRecheckInterval and starts once it exists.
 	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonClusterInOtherNamespace: spec.clusterRef names a provisioning Cluster of another
+	// namespace. drover's own rights would act on it for whoever may create a migration here,
+	// so a migration acts only on its own namespace's Clusters; nothing of the other namespace is
+	// read.
+	ReasonClusterInOtherNamespace = "ClusterInOtherNamespace"
 )
 
 // migrationLabel names the migration a Secret of drover's belongs to.
@@ -155,6 +160,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if m.Spec.Distribution != migrationv1alpha1.DistributionRKE2 || m.Spec.ClusterRef == nil {
 		return ctrl.Result{}, r.terminal(ctx, m, ReasonUnsupported, "The controller migrates rke2 clusters with spec.clusterRef; run RKE1 migrations with `drover migrate cloud-provider apply --distribution rke1 --config cluster.yml`, which runs rke up and Helm where cluster.yml lives")
+	}
+	if ns := m.Spec.ClusterRef.Namespace; ns != m.Namespace {
+		return ctrl.Result{}, r.terminal(ctx, m, ReasonClusterInOtherNamespace, fmt.Sprintf(
+			"spec.clusterRef names a Cluster of namespace %s: a migration acts only on provisioning Clusters of its own namespace (%s), as drover's rights would otherwise act on other teams' Clusters for whoever may create a migration; create the migration in %s (spec is immutable: delete this one)", ns, m.Namespace, ns))
 	}
 	rollback := m.Annotations[RollbackAnnotation] == "true" && m.Status.Phase != migrationv1alpha1.PhaseRolledBack
 	reason := failedReason(m)
