@@ -936,9 +936,11 @@ func (r *Reconciler) applyReader(ctx context.Context, cr *fleetv1alpha1.ClusterR
 	window := strconv.FormatInt(r.windowEnd(time.Now()).Unix(), 10)
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(secretName))
-	name := names.SafeConcat("reader", cr.Namespace, token, window, strconv.Itoa(int(h.Sum32()%readerShards)))
+	name := names.ReaderRole(cr.Namespace, importSA, window, int(h.Sum32()%readerShards))
 	sys := fleetv1alpha1.SystemRegistrationNamespace
-	add := client.RawPatch(types.JSONPatchType, []byte(fmt.Sprintf(`[{"op":"add","path":"/rules/0/resourceNames/-","value":%q}]`, secretName)))
+	// The test ops refuse (422) to add the answer to a reader of another namespace or token.
+	add := client.RawPatch(types.JSONPatchType, []byte(fmt.Sprintf(`[{"op":"test","path":"/metadata/labels/%s","value":%q},{"op":"test","path":"/metadata/labels/%s","value":%q},{"op":"add","path":"/rules/0/resourceNames/-","value":%q}]`,
+		jsonPointerEscape(fleetv1alpha1.TokenLabel), token, jsonPointerEscape(fleetv1alpha1.ClusterNamespaceLabel), cr.Namespace, secretName)))
 	err := r.Client.Patch(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: sys, Name: name}}, add)
 	if !apierrors.IsNotFound(err) {
 		if err != nil {
@@ -974,6 +976,11 @@ func (r *Reconciler) applyReader(ctx context.Context, cr *fleetv1alpha1.ClusterR
 		}
 	}
 	return nil
+}
+
+// jsonPointerEscape escapes a map key for a JSON pointer (RFC 6901).
+func jsonPointerEscape(key string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
 
 // sweepReaders deletes the reader Roles and RoleBindings of cr's token whose window's answers

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"strconv"
 	"strings"
 )
 
@@ -63,6 +64,17 @@ func SafeConcat(parts ...string) string {
 		return s
 	}
 	return strings.TrimRight(s[:50], "-.") + "-" + KeyHash(s)
+}
+
+// ReaderRole is the Role (and RoleBinding) in the registration namespace that lets import
+// identity importSA of namespace ns read its answers of one window and shard. Names there are
+// shared by every namespace, so the owner is identified by a hash of its unambiguous encoding:
+// joining "ns-token" with "-" made namespace "team" with token "pay-edge" and namespace
+// "team-pay" with token "edge" share one reader, and one team's import identity read the
+// other's answers (128 bits: no second owner can be found for a name).
+func ReaderRole(ns, importSA, window string, shard int) string {
+	sum := sha256.Sum256([]byte(strconv.Itoa(len(ns)) + ":" + ns + "/" + importSA))
+	return "reader-" + hex.EncodeToString(sum[:16]) + "-" + window + "-" + strconv.Itoa(shard)
 }
 
 // ClusterNamespace is the cluster namespace of a Cluster. The UID is part of the hash, so a
