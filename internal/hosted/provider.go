@@ -55,6 +55,14 @@ type Provider interface {
 	Connect(ctx context.Context, c *v1.Cluster, secret *corev1.Secret, transport Transport) (Session, error)
 }
 
+// LimitKey is the token bucket a cluster's calls draw from: the provider's quota key within the
+// Cluster's namespace. The quota key comes from the spec or the credential Secret, which a
+// tenant writes: shared across namespaces, one team naming another's project or subscription
+// (with any credentials) would drain that team's bucket and delay its syncs.
+func LimitKey(p Provider, c *v1.Cluster, secret *corev1.Secret) string {
+	return p.RateLimitKey(c, secret) + "/namespace=" + c.Namespace
+}
+
 // Session talks to the provider for one cluster during one pass.
 type Session interface {
 	// Observe reads the cluster's real state. Exists is false when the provider does not know it.

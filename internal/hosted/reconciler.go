@@ -767,7 +767,7 @@ func (ps *pass) connect(ctx context.Context) (Session, reconcile.Result, error) 
 		}
 		return nil, reconcile.Result{}, fmt.Errorf("get credential secret: %w", err)
 	}
-	sess, err := p.Connect(ctx, c, secret, ps.r.Limits.Transport(p.RateLimitKey(c, secret)))
+	sess, err := p.Connect(ctx, c, secret, ps.r.Limits.Transport(LimitKey(p, c, secret)))
 	if err != nil {
 		var fe *FieldError
 		if errors.As(err, &fe) {

@@ -514,7 +514,7 @@ func (ps *pass) credentials(ctx context.Context) (*access.Credentials, *corev1.S
 		}
 		return nil, nil, fmt.Errorf("get credential Secret %s/%s: %w", c.Namespace, name, err)
 	}
-	creds, err := acc.Access(ctx, c, secret, ps.r.Limits.Transport(p.RateLimitKey(c, secret)))
+	creds, err := acc.Access(ctx, c, secret, ps.r.Limits.Transport(hosted.LimitKey(p, c, secret)))
 	return creds, secret, err
 }
 
@@ -602,7 +602,7 @@ func (ps *pass) probeFailed(ctx context.Context, secret *corev1.Secret, perr err
 		return reconcile.Result{RequeueAfter: r.RetryInterval}, false, nil
 	}
 	if chk, ok := p.(AccessChecker); ok {
-		principal, err := chk.MissingAccess(ctx, c, secret, r.Limits.Transport(p.RateLimitKey(c, secret)))
+		principal, err := chk.MissingAccess(ctx, c, secret, r.Limits.Transport(hosted.LimitKey(p, c, secret)))
 		if err != nil {
 			log.Info("Checking the cluster's access entries failed", "error", err)
 		}
