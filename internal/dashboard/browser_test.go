@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	managementv1alpha1 "github.com/droverhq/drover/api/management/v1alpha1"
 	"github.com/droverhq/drover/internal/hosted"
 	"github.com/droverhq/drover/test/envtest"
@@ -276,6 +277,39 @@ func TestBrowser(t *testing.T) {
 		op.waitFor(fmt.Sprintf(`document.querySelector('tr[data-cluster=%q] [data-phase]').dataset.phase === "updating"`, ns+"/web"))
 		if got := op.eval(`window.droverTestMarker || "reloaded"`); got != "still here" {
 			t.Errorf("the page reloaded instead of updating in place (%s)", got)
+		}
+		if p := op.problems(); len(p) > 0 {
+			t.Errorf("console errors during the update:\n  %s", strings.Join(p, "\n  "))
+		}
+	})
+
+	t.Run("filtered fleet stays filtered on a live update", func(t *testing.T) {
+		op.t = t
+		// edge-2 (disconnected) and edge-3 (never checked in) are problems; edge-1 is connected.
+		page := op.open(srv.URL+"/fleet"+q+"&state=problem", "#fleet", "fleet-filtered")
+		mustContain(t, page, `data-cluster="`+ns+`/edge-2"`, `data-cluster="`+ns+`/edge-3"`, `data-shown="2" data-total="3"`)
+		mustNotContain(t, page, `data-cluster="`+ns+`/edge-1"`)
+		before := op.eval(`document.body.dataset.updates || "0"`)
+		// What is being typed in the filter form survives the update.
+		op.do(chromedp.SendKeys("#filter-q", "edge"))
+		edge3 := must(t, &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge-3"}})
+		edge3.Labels = map[string]string{"shift": "night"}
+		if err := mgmt.Client.Update(t.Context(), edge3); err != nil {
+			t.Fatal(err)
+		}
+		row := fmt.Sprintf(`document.querySelector('tr[data-cluster=%q]')`, ns+"/edge-3")
+		op.waitFor(row + ` !== null && ` + row + `.textContent.includes("shift=night")`)
+		if got := op.eval(`document.body.dataset.updates || "0"`); got == before {
+			t.Errorf("the page was not updated in place (data-updates %s)", got)
+		}
+		if got := op.eval(`Array.from(document.querySelectorAll("#fleet tr[data-cluster]")).map(r => r.dataset.cluster + ":" + r.dataset.state).join(" ")`); got != ns+"/edge-2:disconnected "+ns+"/edge-3:waiting" {
+			t.Errorf("after the update the page shows %q, want the filtered rows only", got)
+		}
+		if got := op.eval(`document.getElementById("filtered").textContent.replace(/\s+/g, " ")`); !strings.Contains(got, "2 of 3 fleet clusters shown") {
+			t.Errorf("after the update: %q", got)
+		}
+		if got := op.eval(`document.getElementById("filter-q").value + "|" + document.getElementById("filter-state").value`); got != "edge|problem" {
+			t.Errorf("the filter form after the update: %q, want edge|problem", got)
 		}
 		if p := op.problems(); len(p) > 0 {
 			t.Errorf("console errors during the update:\n  %s", strings.Join(p, "\n  "))

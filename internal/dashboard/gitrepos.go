@@ -49,8 +49,9 @@ func listGitRepos(ctx context.Context, s *scope) ([]fleetv1alpha1.GitRepo, listI
 	return listScoped[fleetv1alpha1.GitRepo](ctx, s, "gitrepos", "GitRepos", "")
 }
 
-func (h *Handler) gitRepos(ctx context.Context, _ *http.Request, v *viewer, s *scope, l *layoutData) (string, any, error) {
+func (h *Handler) gitRepos(ctx context.Context, r *http.Request, v *viewer, s *scope, l *layoutData) (string, any, error) {
 	l.Title, l.Nav = "GitRepos", "gitrepos"
+	f := newFilter(r, l, "GitRepos", gitRepoStateChoices)
 	list, info, err := listGitRepos(ctx, s)
 	if err != nil {
 		return "", nil, err
@@ -61,6 +62,10 @@ func (h *Handler) gitRepos(ctx context.Context, _ *http.Request, v *viewer, s *s
 	out := make([]gitRepoView, 0, len(list))
 	for i := range list {
 		gr := &list[i]
+		gv := newGitRepoView(gr)
+		if !f.match(gr.Namespace, gr.Name, gr.Labels, gitRepoStates(gv.State)) {
+			continue
+		}
 		allowed, ok := mayPatch[gr.Namespace]
 		if !ok {
 			if allowed, err = canPatchIn(ctx, v, gr.Namespace, fleetv1alpha1.GroupVersion.Group, "gitrepos"); err != nil {
@@ -68,7 +73,6 @@ func (h *Handler) gitRepos(ctx context.Context, _ *http.Request, v *viewer, s *s
 			}
 			mayPatch[gr.Namespace] = allowed
 		}
-		gv := newGitRepoView(gr)
 		gv.CanPause = allowed
 		out = append(out, gv)
 	}

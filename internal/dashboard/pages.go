@@ -55,7 +55,13 @@ type layoutData struct {
 	// StaleSince and StaleAge, when set, say since when (and how long ago) the page's data may
 	// be out of date: it comes from lists the API server no longer keeps current.
 	StaleSince, StaleAge string
+	// Filter is a list page's filter (nil on other pages).
+	Filter *listFilter
 }
+
+// Query is the page's query as shown, namespace selection and filter ("" or "?..."): the
+// actions' forms carry it, so that they return to the page as it was.
+func (l *layoutData) Query() string { return pageQuery(l.Namespace, l.Filter) }
 
 // setStale fills the stale notice from the page's lists (each says since when it may be out
 // of date, zero when current).
@@ -126,7 +132,12 @@ func (h *Handler) page(f pageFunc) http.Handler {
 			return
 		}
 		l.setStale(h.opts.Now())
-		h.render(w, r, http.StatusOK, name, l, data)
+		status := http.StatusOK
+		if l.Filter.Invalid() {
+			// The page says which parameter is invalid, and shows no rows.
+			status = http.StatusBadRequest
+		}
+		h.render(w, r, status, name, l, data)
 	})
 }
 
@@ -236,25 +247,25 @@ func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *s
 	h.setWatch(l, watchOf("hosted", hi, ""), watchOf("fleet", fi, ""), watchOf("bundles", bi, ""), watchOf("gitrepos", gi, ""), watchOf("migrations", mi, ""),
 		watchOf("events", ei, "type="+corev1.EventTypeWarning))
 
+	// The counts use the states the list pages' filters select by (hostedStates, connState,
+	// bundleStates, newGitRepoView), so that each count's link shows the rows counted.
 	counts := map[string]map[string]int{}
 	for i := range hostedClusters {
 		c := &hostedClusters[i]
-		p, phase := providerName(c), string(c.Status.Phase)
-		if phase == "" {
-			phase = "pending"
-		}
+		p, states := providerName(c), hostedStates(c)
 		if counts[p] == nil {
 			counts[p] = map[string]int{}
 		}
-		counts[p][phase]++
-		if condTrue(c.Status.Conditions, hosted.CondConflict) {
-			d.HostedConflicts++
-		}
-		if _, _, state := fleetPlace(c); state == "bad" {
-			d.HostedNotJoined++
-		}
-		if hostedNotReady(c) != nil {
-			d.HostedNotReady++
+		counts[p][hostedPhase(c)]++
+		for _, st := range states {
+			switch st {
+			case hostedStateConflict:
+				d.HostedConflicts++
+			case hostedStateNotJoined:
+				d.HostedNotJoined++
+			case hostedStateNotReady:
+				d.HostedNotReady++
+			}
 		}
 	}
 	d.HostedTotal = len(hostedClusters)
@@ -283,7 +294,7 @@ func (h *Handler) overview(ctx context.Context, _ *http.Request, _ *viewer, s *s
 	}
 	d.BundlesTotal = len(bundles)
 	for i := range bundles {
-		if condTrue(bundles[i].Status.Conditions, fleetv1alpha1.ConditionReady) {
+		if slices.Contains(bundleStates(&bundles[i]), bundleReady) {
 			d.BundlesReady++
 		}
 	}
@@ -368,8 +379,9 @@ func listHosted(ctx context.Context, s *scope) ([]managementv1alpha1.Cluster, li
 	return listScoped[managementv1alpha1.Cluster](ctx, s, "hosted", "hosted clusters", "")
 }
 
-func (h *Handler) hostedList(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
+func (h *Handler) hostedList(ctx context.Context, r *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
 	l.Title, l.Nav = "Hosted clusters", "hosted"
+	f := newFilter(r, l, "hosted clusters", hostedStateChoices)
 	clusters, info, err := listHosted(ctx, s)
 	if err != nil {
 		return "", nil, err
@@ -380,6 +392,9 @@ func (h *Handler) hostedList(ctx context.Context, _ *http.Request, _ *viewer, s 
 	rows := make([]hostedRow, 0, len(clusters))
 	for i := range clusters {
 		c := &clusters[i]
+		if !f.match(c.Namespace, c.Name, c.Labels, hostedStates(c)) {
+			continue
+		}
 		row := hostedRow{Namespace: c.Namespace, Name: c.Name, Provider: providerName(c), Location: orDash(c.Location()), Version: orDash(c.KubernetesVersion()),
 			Phase: orDash(string(c.Status.Phase)), Ready: condStatus(c.Status.Conditions, hosted.CondReady),
 			Synced: condStatus(c.Status.Conditions, hosted.CondSynced), LastRefresh: ago(now, c.Status.LastRefreshTime),
@@ -566,7 +581,8 @@ func (h *Handler) pause(p pausable) func(w http.ResponseWriter, r *http.Request,
 		}
 		// The page redirected to shows the pause, not the list from before it.
 		h.cache.awaitWrite(r.Context(), v, p.cacheKind, ns+"/"+name, obj.GetResourceVersion(), 2*time.Second)
-		http.Redirect(w, r, p.back+nsQuery(selected(r)), http.StatusSeeOther) //nolint:gosec // G710: p.back is this handler's fixed path; the namespace is a validated DNS label, query-escaped
+		// Back to the page as it was: its namespace selection and filter.
+		http.Redirect(w, r, p.back+backQuery(r), http.StatusSeeOther) //nolint:gosec // G710: p.back is this handler's fixed path; the query is url.Values-encoded
 	}
 }
 
@@ -659,8 +675,9 @@ func listMigrations(ctx context.Context, s *scope) ([]migrationv1alpha1.CloudPro
 	return listScoped[migrationv1alpha1.CloudProviderMigration](ctx, s, "migrations", "migrations", "")
 }
 
-func (h *Handler) fleetList(ctx context.Context, _ *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
+func (h *Handler) fleetList(ctx context.Context, r *http.Request, _ *viewer, s *scope, l *layoutData) (string, any, error) {
 	l.Title, l.Nav = "Fleet clusters", "fleet"
+	f := newFilter(r, l, "fleet clusters", fleetStateChoices)
 	clusters, bundles, bds, fi, bi, di, err := fleetReads(ctx, s)
 	if err != nil {
 		return "", nil, err
@@ -671,9 +688,13 @@ func (h *Handler) fleetList(ctx context.Context, _ *http.Request, _ *viewer, s *
 	now := h.opts.Now()
 	d := &fleetData{Unreadable: m.Unreadable, Rows: make([]fleetRow, 0, len(clusters))}
 	for _, c := range m.clusters {
+		state := connState(c)
+		if !f.match(c.Namespace, c.Name, c.Labels, fleetStates(state)) {
+			continue
+		}
 		row := fleetRow{Namespace: c.Namespace, Name: c.Name, LastSeen: ago(now, c.Status.Agent.LastSeen), Agent: manifests.AgentVersion(c),
 			Labels: labelList(c.Labels)}
-		row.State, row.StateMessage = connState(c), readyMessage(c)
+		row.State, row.StateMessage = state, readyMessage(c)
 		row.StateLabel = connLabel(row.State)
 		row.Reason, row.Message = notReadyReason(c, row.State)
 		for _, b := range m.columns {
@@ -954,11 +975,23 @@ type matrixRow struct {
 	Cells           []cellData
 }
 
-func (h *Handler) bundles(ctx context.Context, _ *http.Request, v *viewer, s *scope, l *layoutData) (string, any, error) {
+func (h *Handler) bundles(ctx context.Context, r *http.Request, v *viewer, s *scope, l *layoutData) (string, any, error) {
 	l.Title, l.Nav = "Bundles", "bundles"
+	f := newFilter(r, l, "Bundles", bundleStateChoices)
 	clusters, bundles, bds, fi, bi, di, err := fleetReads(ctx, s)
 	if err != nil {
 		return "", nil, err
+	}
+	// The filter selects Bundles (the columns; each cluster's agent Bundle on its own): the
+	// clusters stay the rows.
+	if f.Active() {
+		kept := make([]fleetv1alpha1.Bundle, 0, len(bundles))
+		for i := range bundles {
+			if f.match(bundles[i].Namespace, bundles[i].Name, bundles[i].Labels, bundleStates(&bundles[i])) {
+				kept = append(kept, bundles[i])
+			}
+		}
+		bundles = kept
 	}
 	// The BundleDeployments' own notice is the page's: they are not in a namespace to choose.
 	l.Lists = []listInfo{fi, bi}

@@ -40,8 +40,9 @@ var funcs = template.FuncMap{
 		}
 		return n * 100 / total
 	},
-	"add":       func(a, b int) int { return a + b },
-	"condClass": condClass,
+	"add":        func(a, b int) int { return a + b },
+	"filterLink": filterLink,
+	"condClass":  condClass,
 }
 
 // nsQuery keeps the namespace selection on links.

@@ -95,8 +95,9 @@ func TestHostedNotReady(t *testing.T) {
 
 	overview := b.page("/" + q)
 	mustContain(t, overview, `data-count="hosted">2<`, `data-count="hosted-not-ready">1 not ready<`)
-	if !regexp.MustCompile(`<a class="card" href="/hosted` + regexp.QuoteMeta(q) + `" id="card-hosted">(?s:[^a]|a[^>])*data-count="hosted-not-ready"`).MatchString(overview) {
-		t.Errorf("the not-ready count is not on the hosted card linking to /hosted")
+	if !regexp.MustCompile(`<div class="card" id="card-hosted">\s*<h2><a href="/hosted` + regexp.QuoteMeta(q) + `">(?s:[^d]|d[^i]|di[^v])*` +
+		`<a class="badge bad" href="/hosted\?namespace=` + ns + `&amp;state=notready" data-count="hosted-not-ready">`).MatchString(overview) {
+		t.Errorf("the not-ready count is not on the hosted card, linking to the hosted clusters not ready")
 	}
 	page := b.page("/hosted" + q)
 	mustContain(t, page, `data-ready-reason="SecretNotFound"`, "Secret aws in "+ns+" not found: create it")

@@ -39,8 +39,10 @@ func TestCreateOutcomeLost(t *testing.T) {
 				}
 				func() {
 					defer func() {
-						if r := recover(); r != nil && r != errStopped {
-							panic(r)
+						if r := recover(); r != nil {
+							if err, ok := r.(error); !ok || !errors.Is(err, errStopped) {
+								panic(r)
+							}
 						}
 					}()
 					_, _ = e.reconcile("shop")
