@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -206,9 +205,8 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       SystemNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		// No controller reads managedFields from the cache; dropping them roughly halves the
-		// memory of every cached object at fleet scale.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// No managedFields, shared strings, ConfigMaps of SystemNamespace only: see CacheOptions.
+		Cache: CacheOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("create controller manager: %w", err)

@@ -12,6 +12,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	rpprof "runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -38,6 +42,7 @@ import (
 	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/gitrepo"
 	"github.com/droverhq/drover/internal/gitrepo/webhook"
+	"github.com/droverhq/drover/internal/memlimit"
 	"github.com/droverhq/drover/internal/registration"
 	"github.com/droverhq/drover/internal/registration/config"
 	"github.com/droverhq/drover/internal/registration/local"
@@ -108,7 +113,7 @@ func runGitOpsBenchController(kubeconfig, addrsFile string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: server.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()}}) // as drover server
+		Cache: benchCacheOptions()}) // as drover server
 	if err != nil {
 		return fail(err)
 	}
@@ -136,6 +141,16 @@ func runGitOpsBenchController(kubeconfig, addrsFile string) int {
 	mux := http.NewServeMux()
 	mux.Handle("/", writes)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile) // DROVER_BENCH_PROFILE_DIR
+	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
+	// A container's memory limit as drover server applies it (internal/memlimit: the Go soft
+	// limit at memlimit.Ratio of it), for the controllers only, not the API server.
+	if mb, err := strconv.Atoi(os.Getenv("DROVER_BENCH_CONTAINER_LIMIT_MB")); err == nil && mb > 0 {
+		debug.SetMemoryLimit(int64(float64(mb<<20) * memlimit.Ratio))
+	}
+	if dir := os.Getenv("DROVER_BENCH_HEAP_DIR"); dir != "" {
+		goruntime.MemProfileRate = 64 << 10 // finer than the default 512 KiB, for the profile's sites
+		go heapWatch(ctx, dir)
+	}
 	go func() { _ = http.Serve(cl, mux) }()
 	addrs := "http://" + wl.Addr().String() + "/\nhttp://" + cl.Addr().String() + "/\n"
 	if err := os.WriteFile(addrsFile, []byte(addrs), 0o600); err != nil {
@@ -145,6 +160,75 @@ func runGitOpsBenchController(kubeconfig, addrsFile string) int {
 		return fail(err)
 	}
 	return 0
+}
+
+// benchCacheOptions is drover server's cache (server.CacheOptions), or with
+// DROVER_BENCH_CACHE=strip-managed-fields the one before it (managedFields stripped only), to
+// compare.
+func benchCacheOptions() cache.Options {
+	if os.Getenv("DROVER_BENCH_CACHE") == "strip-managed-fields" {
+		return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	}
+	return server.CacheOptions()
+}
+
+// heapWatch writes a heap profile to dir/heap-max.pprof whenever the live heap (as of the last
+// garbage collection) is 5% above the largest seen so far, and every 5 s logs the process's
+// memory to dir/mem.log and writes the latest heap profile to dir/heap-last.pprof (DROVER_BENCH_HEAP_DIR: a measurement of the controllers' memory).
+func heapWatch(ctx context.Context, dir string) {
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+	logf, err := os.Create(filepath.Join(dir, "mem.log"))
+	if err != nil {
+		return
+	}
+	defer func() { _ = logf.Close() }()
+	var maxLive uint64
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		metrics.Read(samples)
+		live := samples[0].Value.Uint64()
+		if i%5 == 0 {
+			_, _ = fmt.Fprintf(logf, "%s live=%dMB runtime-total=%dMB heap-objects=%dMB goal=%dMB %s\n",
+				time.Now().Format(time.TimeOnly), live>>20, samples[1].Value.Uint64()>>20, samples[2].Value.Uint64()>>20,
+				samples[3].Value.Uint64()>>20, selfRSS())
+			// The latest heap (as of the last collection), for the state once quiet.
+			if f, err := os.Create(filepath.Join(dir, "heap-last.pprof.tmp")); err == nil {
+				_ = rpprof.Lookup("heap").WriteTo(f, 0)
+				_ = f.Close()
+				_ = os.Rename(filepath.Join(dir, "heap-last.pprof.tmp"), filepath.Join(dir, "heap-last.pprof"))
+			}
+		}
+		if live > maxLive+maxLive/20 {
+			maxLive = live
+			f, err := os.Create(filepath.Join(dir, "heap-max.pprof.tmp"))
+			if err != nil {
+				continue
+			}
+			_ = rpprof.Lookup("heap").WriteTo(f, 0)
+			_ = f.Close()
+			_ = os.Rename(filepath.Join(dir, "heap-max.pprof.tmp"), filepath.Join(dir, "heap-max.pprof"))
+			_, _ = fmt.Fprintf(logf, "%s heap-max.pprof written at live=%dMB\n", time.Now().Format(time.TimeOnly), live>>20)
+		}
+	}
+}
+
+// selfRSS is this process's VmRSS and VmHWM lines of /proc/self/status.
+func selfRSS() string {
+	data, _ := os.ReadFile("/proc/self/status")
+	var out []string
+	for l := range strings.Lines(string(data)) {
+		if strings.HasPrefix(l, "VmRSS") || strings.HasPrefix(l, "VmHWM") {
+			out = append(out, strings.Join(strings.Fields(l), ""))
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // writeLog counts the write requests (POST, PUT, PATCH, DELETE) a client sends, by method,
