@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
@@ -325,6 +326,9 @@ type pass struct {
 	wants    map[string]*want                  // by cluster namespace
 	custom   []fleetv1alpha1.CustomizationStatus
 	heldDeps map[string]string // cluster namespace → why a dependency holds it
+	// heldTemplate: cluster namespace → why the Helm values template does not render for it;
+	// such a cluster keeps what it runs.
+	heldTemplate map[string]string
 
 	// plan
 	create, update, remove, outdated []*fleetv1alpha1.BundleDeployment
@@ -372,7 +376,7 @@ func (p *pass) target(ctx context.Context) error {
 	}
 	// What each targeted cluster gets: the Bundle's own version, or its first matching target
 	// customization's.
-	if p.wants, p.custom, err = p.r.wanted(ctx, p.b, p.def, p.targeted); err != nil {
+	if p.wants, p.custom, p.heldTemplate, err = p.r.wanted(ctx, p.b, p.def, p.targeted); err != nil {
 		return err
 	}
 	// Clusters on which a dependency is not ready get no new BundleDeployment and no update.
@@ -414,13 +418,13 @@ func (p *pass) plan() error {
 			unavailable++
 		}
 		stale := p.r.pending.stale(bd) // updated by an earlier pass, which the cache does not show yet
-		if !current && p.heldDeps[bd.Namespace] == "" && !stale {
+		if !current && p.heldDeps[bd.Namespace] == "" && p.heldTemplate[bd.Namespace] == "" && !stale {
 			p.outdated = append(p.outdated, bd)
 		}
 	}
 	for ns, c := range p.targeted {
 		// Created by an earlier pass, which the cache does not show yet: not created again.
-		if !p.r.pending.creating(ns, b.Name, p.have[ns]) && !p.have[ns] && p.heldDeps[ns] == "" {
+		if !p.r.pending.creating(ns, b.Name, p.have[ns]) && !p.have[ns] && p.heldDeps[ns] == "" && p.heldTemplate[ns] == "" {
 			w := p.wants[ns]
 			l := bdLabels(b, c)
 			if w.name != "" {
@@ -533,6 +537,7 @@ func (p *pass) writeStatus(ctx context.Context) error {
 					"fix the Bundle (see status.summary.nonReadyClusters) or raise rollout.maxUnavailable", len(p.outdated)-len(p.update), s.ErrApplied)})
 	}
 	holdStatus(b, p.heldDeps, p.targeted, p.have)
+	templateStatus(b, p.heldTemplate, p.targeted, p.have)
 	b.Status.Contents = []string{p.def.spec.Content.Name}
 	for _, c := range p.custom {
 		if !slices.Contains(b.Status.Contents, c.Content) {
@@ -620,35 +625,51 @@ func (r *Reconciler) variant(ctx context.Context, b *fleetv1alpha1.Bundle, tc *f
 
 // wanted returns, by cluster namespace, what each targeted cluster gets: def, or the version
 // of the first target customization it matches (whose content is stored once, however many
-// clusters use it), and the status of the customizations in use, in spec order.
-func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *want, targeted map[string]*fleetv1alpha1.Cluster) (map[string]*want, []fleetv1alpha1.CustomizationStatus, error) {
+// clusters use it), with the Helm values rendered for it when they are a template; the status
+// of the customizations in use, in spec order; and the clusters whose values do not render
+// (they keep what they run).
+func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *want, targeted map[string]*fleetv1alpha1.Cluster) (map[string]*want, []fleetv1alpha1.CustomizationStatus, map[string]string, error) {
 	out := make(map[string]*want, len(targeted))
-	if len(b.Spec.TargetCustomizations) == 0 {
+	templated := b.Spec.Helm != nil && b.Spec.Helm.TemplateValues
+	if len(b.Spec.TargetCustomizations) == 0 && !templated {
 		for ns := range targeted {
 			out[ns] = def
 		}
-		return out, nil, nil
+		return out, nil, nil, nil
 	}
 	byName := map[string]*want{}
 	count := map[string]int{}
+	failed := map[string]string{}
 	for ns, c := range targeted {
 		tc, err := Customization(b, c)
 		if err != nil {
-			return nil, nil, reconcile.TerminalError(err)
+			return nil, nil, nil, reconcile.TerminalError(err)
 		}
-		if tc == nil {
-			out[ns] = def
-			continue
-		}
-		w := byName[tc.Name]
-		if w == nil {
-			if w, err = r.variant(ctx, b, tc); err != nil {
-				return nil, nil, err
+		w := def
+		if tc != nil {
+			if w = byName[tc.Name]; w == nil {
+				if w, err = r.variant(ctx, b, tc); err != nil {
+					return nil, nil, nil, err
+				}
+				byName[tc.Name] = w
 			}
-			byName[tc.Name] = w
+			count[tc.Name]++
 		}
 		out[ns] = w
-		count[tc.Name]++
+		if !templated {
+			continue
+		}
+		_, _, _, values, err := ClusterVariant(&b.Spec, tc, c)
+		if err != nil {
+			failed[ns] = err.Error()
+			continue
+		}
+		// The content (chart and template) is shared; the rendered values go in the
+		// cluster's own BundleDeployment.
+		own := &want{name: w.name, spec: *w.spec.DeepCopy()}
+		own.spec.Options.HelmValues = values
+		own.spec.DeploymentID = templatedID(w.spec.DeploymentID, values)
+		out[ns] = own
 	}
 	var status []fleetv1alpha1.CustomizationStatus
 	for _, tc := range b.Spec.TargetCustomizations {
@@ -657,7 +678,7 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 				DeploymentID: w.spec.DeploymentID, Clusters: count[tc.Name]})
 		}
 	}
-	return out, status, nil
+	return out, status, failed, nil
 }
 
 // failedAt counts the BundleDeployments that failed to apply the deployment ID they should
@@ -801,14 +822,26 @@ const (
 // WantedDeploymentID is the deployment ID of b's current version for the cluster of bd: that
 // of the target customization bd was last given, else b's own.
 func WantedDeploymentID(b *fleetv1alpha1.Bundle, bd *fleetv1alpha1.BundleDeployment) string {
+	id := b.Status.DeploymentID
 	if name := bd.Labels[CustomizationLabel]; name != "" {
 		for _, c := range b.Status.Customizations {
 			if c.Name == name {
-				return c.DeploymentID
+				id = c.DeploymentID
 			}
 		}
 	}
-	return b.Status.DeploymentID
+	if v := bd.Spec.Options.HelmValues; v != nil && b.Spec.Helm != nil && b.Spec.Helm.TemplateValues {
+		// Values rendered for this cluster: taken as current (the controller re-renders them
+		// when the cluster's labels change).
+		id = templatedID(id, v)
+	}
+	return id
+}
+
+// templatedID is the deployment ID of a version whose Helm values were rendered for one
+// cluster: the version's own, and a hash of the values.
+func templatedID(id string, values *runtime.RawExtension) string {
+	return id + "+" + shortHash(values)
 }
 
 // DeploymentState is a BundleDeployment's state against its Bundle's current deployment ID id

@@ -191,6 +191,20 @@ func (r *Reconciler) notReadyOn(ctx context.Context, d dependency, ns string) (s
 // holdStatus counts the clusters held by dependencies without a BundleDeployment as pending,
 // lists them, and makes the Ready condition say what they wait for.
 func holdStatus(b *fleetv1alpha1.Bundle, held map[string]string, targeted map[string]*fleetv1alpha1.Cluster, have map[string]bool) {
+	reportHeld(b, held, targeted, have, stateDependencyNotReady, fleetv1alpha1.ReasonDependencyNotReady, "waiting: ", "%d clusters held by spec.dependsOn: %s")
+}
+
+// templateStatus reports the clusters whose Helm values template does not render (they keep
+// what they run, a new one gets nothing) as TemplateFailed.
+func templateStatus(b *fleetv1alpha1.Bundle, failed map[string]string, targeted map[string]*fleetv1alpha1.Cluster, have map[string]bool) {
+	reportHeld(b, failed, targeted, have, fleetv1alpha1.ReasonTemplateFailed, fleetv1alpha1.ReasonTemplateFailed, "values template: ",
+		"The Helm values template (spec.helm.templateValues) does not render for %d clusters, which keep what they run: %s")
+}
+
+// reportHeld counts the held clusters without a BundleDeployment as pending (state, message
+// prefix+why) and sets Ready=False with reason, the message format's count and its
+// "why on clusters" list, unless a halted rollout is the news.
+func reportHeld(b *fleetv1alpha1.Bundle, held map[string]string, targeted map[string]*fleetv1alpha1.Cluster, have map[string]bool, state, reason, prefix, format string) {
 	if len(held) == 0 {
 		return
 	}
@@ -209,7 +223,7 @@ func holdStatus(b *fleetv1alpha1.Bundle, held map[string]string, targeted map[st
 		}
 		s.Pending++
 		if len(s.NonReadyClusters) < 20 {
-			s.NonReadyClusters = append(s.NonReadyClusters, fleetv1alpha1.NonReadyCluster{Name: name, State: stateDependencyNotReady, Message: "waiting: " + why})
+			s.NonReadyClusters = append(s.NonReadyClusters, fleetv1alpha1.NonReadyCluster{Name: name, State: state, Message: text.Clip(prefix+why, 512)})
 		}
 	}
 	whys := make([]string, 0, len(byWhy))
@@ -225,8 +239,8 @@ func holdStatus(b *fleetv1alpha1.Bundle, held map[string]string, targeted map[st
 		return // the halted rollout is the more pressing news
 	}
 	meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: fleetv1alpha1.ReasonDependencyNotReady, ObservedGeneration: b.Generation,
-		Message: text.Clip(fmt.Sprintf("%d clusters held by spec.dependsOn: %s", len(held), strings.Join(parts, "; ")), 1024)})
+		Reason: reason, ObservedGeneration: b.Generation,
+		Message: text.Clip(fmt.Sprintf(format, len(held), strings.Join(parts, "; ")), 1024)})
 }
 
 func clusterList(names []string) string {

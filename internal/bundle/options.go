@@ -50,3 +50,21 @@ func Variant(s *fleetv1alpha1.BundleSpec, tc *fleetv1alpha1.BundleTargetCustomiz
 	}
 	return resources, helm, opts
 }
+
+// ClusterVariant is Variant for cluster c, with templated Helm values
+// (BundleHelm.TemplateValues) rendered for it: the rendered values are returned apart from the
+// content (nil when the Bundle's values are not templated), which holds the template.
+func ClusterVariant(s *fleetv1alpha1.BundleSpec, tc *fleetv1alpha1.BundleTargetCustomization, c *fleetv1alpha1.Cluster) ([]runtime.RawExtension, *fleetv1alpha1.BundleHelm, fleetv1alpha1.BundleDeploymentOptions, *runtime.RawExtension, error) {
+	resources, helm, opts := Variant(s, tc)
+	if helm == nil || !helm.TemplateValues {
+		return resources, helm, opts, nil, nil
+	}
+	values, err := RenderValues(helm.Values, c)
+	if err != nil {
+		return resources, helm, opts, nil, err
+	}
+	if values == nil {
+		values = &runtime.RawExtension{Raw: []byte("{}")}
+	}
+	return resources, helm, opts, values, nil
+}

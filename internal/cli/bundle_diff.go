@@ -177,8 +177,11 @@ func runBundleDiff(ctx context.Context, out io.Writer, k *kubeOptions, name stri
 		if err != nil {
 			return fmt.Errorf("bundle %s/%s: %w", ns, name, err)
 		}
-		manifests, helm, opts := bundle.Variant(spec, tc)
-		proposed = &content{manifests: manifests, helm: helm, opts: opts}
+		manifests, helm, opts, values, err := bundle.ClusterVariant(spec, tc, cl)
+		if err != nil {
+			return fmt.Errorf("bundle %s/%s: Helm values for cluster %s: %w", ns, name, o.cluster, err)
+		}
+		proposed = &content{manifests: manifests, helm: withValues(helm, values), opts: opts}
 		if deployed == nil {
 			deployed = &content{opts: proposed.opts} // nothing deployed: every object is added
 		} else {
@@ -308,12 +311,23 @@ func deployedContent(ctx context.Context, c client.Client, b *fleetv1alpha1.Bund
 			return nil, fmt.Errorf("read content %s/%s of BundleDeployment %s/%s: %w", ref.Namespace, ref.Name, bd.Namespace, bd.Name, err)
 		}
 		out.manifests = append(append([]runtime.RawExtension{}, out.manifests...), bc.Manifests...)
-		out.helm = bc.Helm
+		out.helm = withValues(bc.Helm, bd.Spec.Options.HelmValues)
 	}
 	if bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID {
 		d.Deployed += " (not applied by the agent yet)"
 	}
 	return out, nil
+}
+
+// withValues is h with values (rendered for one cluster from h's template) in place of its own;
+// h as it is when values is nil.
+func withValues(h *fleetv1alpha1.BundleHelm, values *runtime.RawExtension) *fleetv1alpha1.BundleHelm {
+	if h == nil || values == nil {
+		return h
+	}
+	out := *h
+	out.Values, out.TemplateValues = values, false
+	return &out
 }
 
 // proposedSpec renders the change: the Bundle spec its GitRepo would write for the directory or

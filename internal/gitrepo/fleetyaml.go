@@ -85,7 +85,7 @@ type fleetConfig struct {
 	Namespace            string                           `json:"namespace,omitempty"`
 	KeepResources        bool                             `json:"keepResources,omitempty"`
 	CorrectDrift         *fleetCorrectDrift               `json:"correctDrift,omitempty"`
-	Helm                 *HelmConfig                      `json:"helm,omitempty"`
+	Helm                 *fleetHelm                       `json:"helm,omitempty"`
 	Kustomize            *KustomizeConfig                 `json:"kustomize,omitempty"`
 	TargetCustomizations []fleetTarget                    `json:"targetCustomizations,omitempty"`
 	DependsOn            []fleetv1alpha1.BundleDependency `json:"dependsOn,omitempty"`
@@ -93,6 +93,28 @@ type fleetConfig struct {
 	Paused               bool                             `json:"paused,omitempty"`
 	RolloutStrategy      *fleetRollout                    `json:"rolloutStrategy,omitempty"`
 	OverrideTargets      []fleetGitTarget                 `json:"overrideTargets,omitempty"`
+}
+
+// fleetHelm is fleet.yaml's helm: drover.yaml's keys, and disablePreProcess.
+type fleetHelm struct {
+	Chart       string         `json:"chart,omitempty"`
+	Repo        string         `json:"repo,omitempty"`
+	Version     string         `json:"version,omitempty"`
+	ReleaseName string         `json:"releaseName,omitempty"`
+	Values      map[string]any `json:"values,omitempty"`
+	ValuesFiles []string       `json:"valuesFiles,omitempty"`
+	// DisablePreProcess: the values are not a template; they are passed as written.
+	DisablePreProcess bool `json:"disablePreProcess,omitempty"`
+}
+
+// config is drover's Helm settings for h: Fleet's values are a template unless
+// disablePreProcess.
+func (h *fleetHelm) config() *HelmConfig {
+	if h == nil {
+		return nil
+	}
+	return &HelmConfig{Chart: h.Chart, Repo: h.Repo, Version: h.Version, ReleaseName: h.ReleaseName,
+		Values: h.Values, ValuesFiles: h.ValuesFiles, template: !h.DisablePreProcess}
 }
 
 // fleetGitTarget is an entry of Fleet's overrideTargets (a GitRepo target).
@@ -184,7 +206,7 @@ func parseFleetConfig(data []byte) (*Config, *fleetReport, error) {
 	c := &Config{
 		DefaultNamespace: f.DefaultNamespace,
 		KeepResources:    f.KeepResources,
-		Helm:             f.Helm,
+		Helm:             f.Helm.config(),
 		Kustomize:        f.Kustomize,
 		DependsOn:        f.DependsOn,
 		Labels:           f.Labels,
@@ -210,8 +232,8 @@ func parseFleetConfig(data []byte) (*Config, *fleetReport, error) {
 	if f.Namespace != "" {
 		c.DefaultNamespace = f.Namespace
 	}
-	if f.Helm != nil {
-		rep.unsupported = append(rep.unsupported, templated("helm.values", f.Helm.Values)...)
+	if f.Helm != nil && !f.Helm.DisablePreProcess {
+		rep.differs = append(rep.differs, clusterValues("helm.values", f.Helm.Values)...)
 	}
 	for i, d := range c.DependsOn {
 		if d.Selector != nil {
@@ -254,8 +276,8 @@ func parseFleetConfig(data []byte) (*Config, *fleetReport, error) {
 		}
 		tc := TargetCustomization{Name: name, ClusterName: t.ClusterName, ClusterSelector: t.ClusterSelector,
 			DefaultNamespace: t.DefaultNamespace, Helm: t.Helm, Kustomize: t.Kustomize, namespace: t.Namespace, fleetKey: key}
-		if t.Helm != nil {
-			rep.unsupported = append(rep.unsupported, templated(key+".helm.values", t.Helm.Values)...)
+		if t.Helm != nil && (f.Helm == nil || !f.Helm.DisablePreProcess) {
+			rep.differs = append(rep.differs, clusterValues(key+".helm.values", t.Helm.Values)...)
 		}
 		c.TargetCustomizations = append(c.TargetCustomizations, tc)
 	}
@@ -395,36 +417,30 @@ func fleetIgnore(patches []fleetComparePatch) (*fleetv1alpha1.BundleDiff, []stri
 	return d, skipped
 }
 
-// templated lists the keys of Helm values using Fleet's templating ("${ .ClusterLabels.env }",
-// or the legacy "global.fleet.clusterLabels.env" as a whole value), which drover passes to the
-// chart literally.
-func templated(key string, v any) []string {
+// clusterValues lists the keys of Helm values whose template reads .ClusterValues: a Fleet
+// Cluster's spec.templateValues, which drover's Clusters do not have (a key read from it fails
+// the template for every cluster).
+func clusterValues(key string, v any) []string {
 	switch v := v.(type) {
 	case map[string]any:
 		var out []string
 		for k, sub := range v {
-			out = append(out, templated(key+"."+k, sub)...)
+			out = append(out, clusterValues(key+"."+k, sub)...)
 		}
 		return out
 	case []any:
 		var out []string
 		for i, sub := range v {
-			out = append(out, templated(fmt.Sprintf("%s[%d]", key, i), sub)...)
+			out = append(out, clusterValues(fmt.Sprintf("%s[%d]", key, i), sub)...)
 		}
 		return out
 	case string:
-		if strings.Contains(v, "${") {
-			return []string{key + " (Fleet templating ${ } is not supported: passed literally)"}
-		}
-		if strings.HasPrefix(strings.TrimSpace(v), fleetLegacyLabels) {
-			return []string{key + " (Fleet's legacy templating " + fleetLegacyLabels + "NAME is not supported: passed literally)"}
+		if strings.Contains(v, "${") && strings.Contains(v, ".ClusterValues") {
+			return []string{key + " (.ClusterValues: drover's Clusters have no templateValues; use .ClusterLabels or .ClusterAnnotations)"}
 		}
 	}
 	return nil
 }
-
-// fleetLegacyLabels starts a Helm value Fleet replaces with a cluster label's value.
-const fleetLegacyLabels = "global.fleet.clusterLabels."
 
 // fleetSelector reads Fleet's GitRepo label in a dependsOn selector as drover's.
 func fleetSelector(s *metav1.LabelSelector) *metav1.LabelSelector {

@@ -129,7 +129,7 @@ imageScans: [{image: x}]
 		}
 		for _, key := range []string{"apps/web/fleet.yaml: ", "helm.takeOwnership", "rolloutStrategy.partitions", "targetCustomizations[0].yaml.overlays",
 			"targetCustomizations[1].clusterGroup", "targetCustomizations[1] (matches no cluster", "dependsOn[1].acceptedStates",
-			"diff.comparePatches[0].operations[1]", "imageScans", "helm.values.host (Fleet templating"} {
+			"diff.comparePatches[0].operations[1]", "imageScans"} {
 			if !strings.Contains(w, key) {
 				t.Errorf("warning %q does not name %s", w, key)
 			}
@@ -348,21 +348,22 @@ func TestFleetYAMLPaused(t *testing.T) {
 
 // TestFleetYAMLKeysReported: keys are told apart: Fleet's keys drover does not use are "not
 // supported by drover", others are unknown keys (typos); Fleet's values templating, new and
-// legacy, is named by key.
+// legacy, is supported (and disablePreProcess with it), except .ClusterValues, named by key.
 func TestFleetYAMLKeysReported(t *testing.T) {
 	for _, tc := range []struct {
-		name, fleet        string
-		unsupported, typos []string
+		name, fleet                 string
+		unsupported, typos, differs []string
 	}{
-		{"typo at the top", "defaultNamepsace: x\nimageScans: [{image: x}]\n", []string{"imageScans"}, []string{"defaultNamepsace"}},
-		{"typo in a section", "helm:\n  takeOwnership: true\n  relaseName: x\nyaml: {overlay: [a]}\n", []string{"helm.takeOwnership"}, []string{"helm.relaseName", "yaml.overlay"}},
-		{"Fleet's maps", "namespaceLabels: {team: a}\ncorrectDrift: {force: true}\n", []string{"namespaceLabels.team", "correctDrift.force"}, nil},
+		{"typo at the top", "defaultNamepsace: x\nimageScans: [{image: x}]\n", []string{"imageScans"}, []string{"defaultNamepsace"}, nil},
+		{"typo in a section", "helm:\n  takeOwnership: true\n  relaseName: x\nyaml: {overlay: [a]}\n", []string{"helm.takeOwnership"}, []string{"helm.relaseName", "yaml.overlay"}, nil},
+		{"Fleet's maps", "namespaceLabels: {team: a}\ncorrectDrift: {force: true}\n", []string{"namespaceLabels.team", "correctDrift.force"}, nil, nil},
 		{"typo in a customization", "targetCustomizations:\n- name: a\n  clusterName: c\n  yaml: {overlays: [x]}\n  clustrName: d\n",
-			[]string{"targetCustomizations[0].yaml.overlays"}, []string{"targetCustomizations[0].clustrName"}},
-		{"templating", "helm:\n  values:\n    color: global.fleet.clusterLabels.env\n    host: \"${ .ClusterLabels.host }\"\n    plain: global\n",
-			[]string{"helm.values.color (Fleet's legacy templating global.fleet.clusterLabels.NAME", "helm.values.host (Fleet templating ${ }"}, nil},
-		{"templating in a customization", "targetCustomizations:\n- name: a\n  clusterName: c\n  helm: {values: {list: [global.fleet.clusterLabels.region]}}\n",
-			[]string{"targetCustomizations[0].helm.values.list[0] (Fleet's legacy templating"}, nil},
+			[]string{"targetCustomizations[0].yaml.overlays"}, []string{"targetCustomizations[0].clustrName"}, nil},
+		{"templating", "helm:\n  values:\n    color: global.fleet.clusterLabels.env\n    host: \"${ .ClusterLabels.host }\"\n    plain: global\n", nil, nil, nil},
+		{"templating off", "helm:\n  disablePreProcess: true\n  values:\n    host: \"${ .ClusterValues.host }\"\n", nil, nil, nil},
+		{"ClusterValues", "helm:\n  values:\n    host: \"${ .ClusterValues.host }\"\n    plain: global\n", nil, nil, []string{"helm.values.host (.ClusterValues"}},
+		{"ClusterValues in a customization", "targetCustomizations:\n- name: a\n  clusterName: c\n  helm: {values: {list: [\"${ .ClusterValues.region }\"]}}\n",
+			nil, nil, []string{"targetCustomizations[0].helm.values.list[0] (.ClusterValues"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, rep, err := parseFleetConfig([]byte(tc.fleet))
@@ -376,6 +377,17 @@ func TestFleetYAMLKeysReported(t *testing.T) {
 			}
 			if !slices.Equal(slices.Sorted(slices.Values(rep.unknown)), slices.Sorted(slices.Values(tc.typos))) {
 				t.Errorf("unknown keys %q, want %q", rep.unknown, tc.typos)
+			}
+			if len(tc.unsupported) == 0 && len(rep.unsupported) > 0 {
+				t.Errorf("not supported %q, want none", rep.unsupported)
+			}
+			if len(tc.differs) != len(rep.differs) {
+				t.Errorf("used differently %q, want %q", rep.differs, tc.differs)
+			}
+			for _, k := range tc.differs {
+				if !slices.ContainsFunc(rep.differs, func(s string) bool { return strings.HasPrefix(s, k) }) {
+					t.Errorf("used differently %q, want %q among them", rep.differs, k)
+				}
 			}
 			if strings.Contains(rep.String(), "plain") {
 				t.Errorf("report %q names a plain value", rep.String())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,6 +14,7 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/deployer"
+	"github.com/droverhq/drover/internal/bundle"
 	"github.com/droverhq/drover/internal/helmchart"
 )
 
@@ -36,6 +38,13 @@ type HelmConfig struct {
 	Values map[string]any `json:"values,omitempty"`
 	// ValuesFiles are YAML files relative to the path, merged in order over the chart's values.
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
+	// TemplateValues renders the values per cluster (Bundle spec.helm.templateValues: ${ }
+	// templates over the cluster's name, namespace, labels and annotations).
+	TemplateValues bool `json:"templateValues,omitempty"`
+
+	// template: the values are Fleet's template, rendered per cluster (a fleet.yaml's, unless
+	// helm.disablePreProcess); drover.yaml's values are used as written.
+	template bool
 }
 
 // repoChart is a chart downloaded from a Helm repository or an OCI registry.
@@ -102,7 +111,21 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 	} else if err := helmchart.ValidReleaseName(release); err != nil {
 		return nil, nil, fail(where, "helm.releaseName: %s", err.Error())
 	}
+	// A fleet.yaml's templated values are rendered per cluster by the bundle controller: here
+	// they are only parsed (a chart rendered with "${ ... }" in place of a number would fail).
+	templated := (h.template || h.TemplateValues) && (bundle.Templated(values) || slices.ContainsFunc(cfg.TargetCustomizations, func(tc TargetCustomization) bool {
+		return tc.Helm != nil && bundle.Templated(tc.Helm.Values)
+	}))
 	check := func(values map[string]any, ns, key string) error {
+		if templated {
+			if err := bundle.ParseValuesTemplate(values); err != nil {
+				if key == "" {
+					return fail(where, "helm.values: %s", err.Error())
+				}
+				return fail(where, "%s.helm.values: %s", strings.Fields(key)[0], err.Error())
+			}
+			return nil
+		}
 		if ns == "" {
 			ns = "default"
 		}
@@ -131,7 +154,7 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 	if err := check(values, cfg.DefaultNamespace, ""); err != nil {
 		return nil, nil, err
 	}
-	out := &fleetv1alpha1.BundleHelm{Chart: archive, ReleaseName: release}
+	out := &fleetv1alpha1.BundleHelm{Chart: archive, ReleaseName: release, TemplateValues: templated}
 	if len(values) > 0 {
 		raw, err := json.Marshal(values)
 		if err != nil {

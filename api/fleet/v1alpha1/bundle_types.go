@@ -64,6 +64,16 @@ type BundleHelm struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	Values *runtime.RawExtension `json:"values,omitempty"`
+	// TemplateValues renders the values (and a target customization's helmValues) for each
+	// targeted cluster, as Fleet's fleet.yaml does: a Go template with ${ } delimiters over the
+	// values as YAML, with Sprig's functions (not env, expandenv, include, tpl or
+	// getHostByName) and the data .ClusterName, .ClusterNamespace, .ClusterLabels,
+	// .ClusterAnnotations and .ClusterValues (empty: drover's Clusters have no template
+	// values); a key missing from them is an error. A whole string value
+	// "global.fleet.clusterLabels.NAME" becomes the cluster's label NAME ("" without it).
+	// A GitRepo sets it for a fleet.yaml's templated values unless helm.disablePreProcess.
+	// +optional
+	TemplateValues bool `json:"templateValues,omitempty"`
 }
 
 // BundleTargetCustomization gives the targeted Clusters it matches their own content or

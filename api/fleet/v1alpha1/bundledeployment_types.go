@@ -30,6 +30,13 @@ type BundleDeploymentOptions struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ForceSyncGeneration int64 `json:"forceSyncGeneration,omitempty"`
+	// HelmValues, when set, replace the content's Helm values for this cluster: the Bundle's
+	// templated values (BundleHelm.TemplateValues) rendered for it, so the content (the chart)
+	// is still stored once. They may hold secrets: never copied into status, events or logs.
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	HelmValues *runtime.RawExtension `json:"helmValues,omitempty"`
 }
 
 // ContentReference names the BundleContent holding a BundleDeployment's manifests.

@@ -156,6 +156,10 @@ const (
 	// ReasonDependencyNotReady (Bundle Ready=False): clusters are held because a Bundle of
 	// spec.dependsOn is not ready on them (the message names it and the clusters).
 	ReasonDependencyNotReady = "DependencyNotReady"
+	// ReasonTemplateFailed (Bundle Ready=False): the Helm values template (spec.helm.
+	// templateValues) does not render for some clusters, which keep what they run; the message
+	// names the clusters and the error.
+	ReasonTemplateFailed = "TemplateFailed"
 	// ConditionConfigSupported (GitRepo): every key of the rendered paths' settings files is
 	// used. False (reason UnsupportedFleetKeys) names, per path and file, the fleet.yaml keys
 	// drover does not support, which were not used; the rest is deployed.

@@ -71,8 +71,12 @@ func releaseOf(bd *fleetv1alpha1.BundleDeployment, h *fleetv1alpha1.BundleHelm) 
 	if rel.name == "" {
 		rel.name = helmchart.ReleaseName(bd.Name)
 	}
-	if h.Values != nil && len(h.Values.Raw) > 0 {
-		if err := json.Unmarshal(h.Values.Raw, &rel.values); err != nil {
+	values := h.Values
+	if v := bd.Spec.Options.HelmValues; v != nil {
+		values = v // rendered for this cluster from the Bundle's template
+	}
+	if values != nil && len(values.Raw) > 0 {
+		if err := json.Unmarshal(values.Raw, &rel.values); err != nil {
 			return rel, fmt.Errorf("helm values are not a JSON object: %w", err)
 		}
 	}

@@ -197,6 +197,71 @@ func TestGitRepoTargetCustomizations(t *testing.T) {
 		wantReleaseOn(plain, []string{"deployed"}, "everyone")
 	})
 
+	t.Run("Fleet values templating", func(t *testing.T) {
+		// A fleet.yaml's Helm values are a template rendered per cluster, as in Fleet: each
+		// cluster's release gets its own values, a label change re-renders that cluster's
+		// only, and a template that fails keeps what runs and says why on the Bundle.
+		const ns = "tc-tpl"
+		bundleKey := client.ObjectKey{Namespace: ws, Name: gitrepo.BundleName("tc-tpl", "web")}
+		r := newRepo(t, "tc-tpl", false)
+		files := webChart("web", "0.1.0")
+		fleet := func(value string) string {
+			return "defaultNamespace: " + ns + "\nhelm:\n  releaseName: web\n  values:\n    value: '" + value + "'\n"
+		}
+		files["web/fleet.yaml"] = fleet(`${ .ClusterName }-${ get .ClusterLabels "tier" | default "none" }`)
+		c1 := r.commit("chart", files)
+		gr := newGitRepo(t, "tc-tpl", r, func(s *fleetv1alpha1.GitRepoSpec) { both(s); s.Paths = []string{"web"} })
+		eventually(t, 90*time.Second, func() error { return wantSynced(t, gr, c1, bundleKey.Name) })
+		eventually(t, 60*time.Second, func() error {
+			return wantOn(t.Context(), map[*envtest.Cluster]map[string]string{plain: {ns + "/web-web": "plain-none"}, second: {ns + "/web-web": "second-none"}})
+		})
+		bdPlain := &fleetv1alpha1.BundleDeployment{}
+		if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: clusterNamespace(t, plainName), Name: bundleKey.Name}, bdPlain); err != nil {
+			t.Fatal(err)
+		}
+
+		cl := &fleetv1alpha1.Cluster{}
+		if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ws, Name: secondName}, cl); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(cl.DeepCopy())
+		cl.Labels["tier"] = "gold"
+		if err := mgmt.Client.Patch(t.Context(), cl, patch); err != nil {
+			t.Fatal(err)
+		}
+		hc := helmOn(t, second, ns)
+		eventually(t, 60*time.Second, func() error {
+			if _, got, err := releaseState(hc, "web"); err != nil || strings.Join(got, ",") != "superseded,deployed" {
+				return fmt.Errorf("release web on second: history %v (%v), want an upgrade", got, err)
+			}
+			return wantOn(t.Context(), map[*envtest.Cluster]map[string]string{second: {ns + "/web-web": "second-gold"}})
+		})
+		after := &fleetv1alpha1.BundleDeployment{}
+		if err := mgmt.Client.Get(t.Context(), client.ObjectKeyFromObject(bdPlain), after); err != nil {
+			t.Fatal(err)
+		}
+		if after.Generation != bdPlain.Generation {
+			t.Errorf("plain's BundleDeployment was rewritten for second's label: generation %d -> %d", bdPlain.Generation, after.Generation)
+		}
+
+		c2 := r.commit("a label no cluster has", map[string]string{"web/fleet.yaml": fleet(`${ .ClusterLabels.region }`)})
+		eventually(t, 60*time.Second, func() error {
+			b := &fleetv1alpha1.Bundle{}
+			if err := mgmt.Client.Get(t.Context(), bundleKey, b); err != nil {
+				return err
+			}
+			c := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady)
+			if gotCommit := b.Annotations[fleetv1alpha1.GitRepoCommitAnnotation]; c == nil || c.Reason != fleetv1alpha1.ReasonTemplateFailed ||
+				!strings.Contains(c.Message, `value: map has no entry for key "region"`) || gotCommit != c2 {
+				return fmt.Errorf("bundle at commit %s, Ready %+v; want TemplateFailed naming the key", gotCommit, c)
+			}
+			return nil
+		})
+		if err := wantOn(t.Context(), map[*envtest.Cluster]map[string]string{plain: {ns + "/web-web": "plain-none"}, second: {ns + "/web-web": "second-gold"}}); err != nil {
+			t.Errorf("a failing template changed what runs: %v", err)
+		}
+	})
+
 	t.Run("Kustomize overlay per target", func(t *testing.T) {
 		r := newRepo(t, "tc-kustomize", false)
 		c1 := r.commit("overlays", map[string]string{
