@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -356,5 +357,50 @@ func TestTargetCustomizations(t *testing.T) {
 	}
 	if len(contents.Items) != 3 {
 		t.Errorf("%d BundleContents after the change, want 3", len(contents.Items))
+	}
+}
+
+// TestDeletedBundleForgotten: what the controller remembers per BundleDeployment (announced
+// drift corrections, not-ready spells, pending writes) goes with a deleted Bundle's
+// BundleDeployments, not only with those a live Bundle stops targeting.
+func TestDeletedBundleForgotten(t *testing.T) {
+	ctx := t.Context()
+	objs := []client.Object{cluster("c0", map[string]string{"all": "yes"}), cluster("c1", map[string]string{"all": "yes"})}
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "app", UID: "bundle-uid"},
+		Spec: fleetv1alpha1.BundleSpec{Targets: []fleetv1alpha1.BundleTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"all": "yes"}}}},
+			Resources: rawCM(t, "v1")}}
+	c := fake.NewClientBuilder().WithScheme(server.Scheme()).WithObjects(append(objs, b)...).
+		WithStatusSubresource(&fleetv1alpha1.Bundle{}, &fleetv1alpha1.BundleDeployment{}).
+		WithIndex(&fleetv1alpha1.BundleDeployment{}, bundleIndex, func(o client.Object) []string { return []string{bundleKey(o)} }).Build()
+	r := &Reconciler{Client: c, Workers: 2}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	var bds fleetv1alpha1.BundleDeploymentList
+	if err := c.List(ctx, &bds); err != nil || len(bds.Items) != 2 {
+		t.Fatalf("%d BundleDeployments (%v), want 2", len(bds.Items), err)
+	}
+	for _, bd := range bds.Items {
+		r.corrections.Store(bd.UID, time.Now())
+		r.notReady.Store(bd.UID, time.Now())
+		r.pending.wrote(bd.UID, "1")
+	}
+	if err := c.Get(ctx, req.NamespacedName, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for _, bd := range bds.Items {
+		_, corr := r.corrections.Load(bd.UID)
+		_, nr := r.notReady.Load(bd.UID)
+		_, pend := r.pending.m.Load(bd.UID)
+		if corr || nr || pend {
+			t.Errorf("BundleDeployment %s/%s of the deleted Bundle still remembered: correction %v, not-ready %v, pending %v", bd.Namespace, bd.Name, corr, nr, pend)
+		}
 	}
 }
