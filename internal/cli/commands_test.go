@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -273,6 +274,26 @@ func TestTokenCreatePrintsInstallCommands(t *testing.T) {
 	}
 	if _, _, err := drover(t.Context(), "token", "create", "x", "--ttl", "1h", "--max-clusters", "0", "--kubeconfig", kc); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--max-clusters") {
 		t.Errorf("token create --max-clusters 0: %v, want a usage error naming the flag", err)
+	}
+
+	// get shows one token (never its values), delete revokes it.
+	out, errOut, err = drover(t.Context(), "token", "get", "edge", "--kubeconfig", kc, "-n", ns)
+	if err != nil || !strings.Contains(out, "Token:") || !strings.Contains(out, "Clusters:") || !strings.Contains(out, "1/3") || !strings.Contains(out, "TTL:") || !strings.Contains(out, "2h0m0s") {
+		t.Errorf("token get: %v %s\n%s", err, errOut, out)
+	}
+	out, _, err = drover(t.Context(), "token", "get", "clusterregistrationtoken/edge", "-o", "name", "--kubeconfig", kc, "-n", ns)
+	if err != nil || strings.TrimSpace(out) != "clusterregistrationtoken.fleet.drover.io/edge" {
+		t.Errorf("token get -o name: %v %q", err, out)
+	}
+	out, errOut, err = drover(t.Context(), "token", "delete", "edge", "missing", "--ignore-not-found", "--kubeconfig", kc, "-n", ns)
+	if err != nil || !strings.Contains(out, "edge") {
+		t.Errorf("token delete: %v %s\n%s", err, errOut, out)
+	}
+	if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "edge"}, &fleetv1alpha1.ClusterRegistrationToken{}); !apierrors.IsNotFound(err) {
+		t.Errorf("token edge after delete: %v, want not found", err)
+	}
+	if _, _, err := drover(t.Context(), "token", "delete", "edge", "--kubeconfig", kc, "-n", ns); ExitCode(err) != ExitError || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("token delete of a deleted token: %v, want not found", err)
 	}
 }
 

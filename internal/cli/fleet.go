@@ -138,7 +138,71 @@ func newTokenCommand(k *kubeOptions) *cobra.Command {
 		Short:   "Registration tokens for downstream clusters",
 		Example: "  drover token create edge --ttl 2h",
 	}
-	cmd.AddCommand(newTokenCreateCommand(k), newTokenListCommand(k))
+	cmd.AddCommand(newTokenCreateCommand(k), newTokenListCommand(k), newTokenGetCommand(k), newTokenDeleteCommand(k))
+	return cmd
+}
+
+func newTokenGetCommand(k *kubeOptions) *cobra.Command {
+	var o output
+	cmd := &cobra.Command{
+		Use:   "get NAME...",
+		Short: "Show registration tokens: ready, expiry, clusters registered, the Secret holding the values (never the values)",
+		Example: `  drover token get edge
+  drover token get edge -o yaml`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeNames(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.ClusterRegistrationTokenList{}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			c, ns, err := k.client(fleetv1alpha1.DefaultWorkspaceNamespace)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			return getAll(cmd, c, ns, args, &o, func() *fleetv1alpha1.ClusterRegistrationToken { return &fleetv1alpha1.ClusterRegistrationToken{} },
+				tokenColumns, "token", "drover token list", func(t *fleetv1alpha1.ClusterRegistrationToken) error { return printToken(out, t) })
+		},
+	}
+	o.addFlag(cmd, "details")
+	return cmd
+}
+
+// printToken shows a token's state; its values live in its Secret, which is not read.
+func printToken(w io.Writer, t *fleetv1alpha1.ClusterRegistrationToken) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Token:\t%s/%s\n", t.Namespace, t.Name)
+	for _, col := range tokenColumns[1:] {
+		fmt.Fprintf(tw, "%s:\t%s\n", strings.ToUpper(col.name[:1])+strings.ToLower(col.name[1:]), col.cell(t))
+	}
+	if t.Spec.TTL != nil {
+		fmt.Fprintf(tw, "TTL:\t%s\n", t.Spec.TTL.Duration)
+	}
+	for _, c := range t.Status.Conditions {
+		fmt.Fprintf(tw, "Condition %s:\t%s (%s) %s\n", c.Type, c.Status, c.Reason, oneLine(c.Message))
+	}
+	return tw.Flush()
+}
+
+func newTokenDeleteCommand(k *kubeOptions) *cobra.Command {
+	var d deleteFlags
+	cmd := &cobra.Command{
+		Use: "delete NAME...",
+		Short: "Revoke registration tokens: their import identities and values go at once, so agents not yet registered with them cannot register; " +
+			"clusters already registered keep working",
+		Example:           "  drover token delete edge --wait",
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeNames(k, fleetv1alpha1.DefaultWorkspaceNamespace, &fleetv1alpha1.ClusterRegistrationTokenList{}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := k.client(fleetv1alpha1.DefaultWorkspaceNamespace)
+			if err != nil {
+				return err
+			}
+			return deleteAll(cmd, c, ns, args, "token", "clusterregistrationtoken.fleet.drover.io",
+				func() client.Object { return &fleetv1alpha1.ClusterRegistrationToken{} }, d)
+		},
+	}
+	d.add(cmd, "the tokens and their import identities are gone", time.Minute)
 	return cmd
 }
 

@@ -232,7 +232,7 @@ func TestGitRepoTargetCustomizations(t *testing.T) {
 		hc := helmOn(t, second, ns)
 		eventually(t, 60*time.Second, func() error {
 			if _, got, err := releaseState(hc, "web"); err != nil || strings.Join(got, ",") != "superseded,deployed" {
-				return fmt.Errorf("release web on second: history %v (%v), want an upgrade", got, err)
+				return fmt.Errorf("release web on second: history %v (%w), want an upgrade", got, err)
 			}
 			return wantOn(t.Context(), map[*envtest.Cluster]map[string]string{second: {ns + "/web-web": "second-gold"}})
 		})
