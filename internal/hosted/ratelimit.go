@@ -24,7 +24,7 @@ type Limits struct {
 	// PerProvider overrides QPS and Burst for keys starting with "<provider>/" (quotas differ:
 	// ARM reads refill 25/s into a bucket of 250, GKE allows about 10/s per project).
 	PerProvider map[string]Rate
-	// Base is the underlying transport; nil means http.DefaultTransport.
+	// Base is the underlying transport; nil means SharedTransport().
 	Base http.RoundTripper
 
 	mu      sync.Mutex
@@ -100,10 +100,20 @@ func SharedTransport() http.RoundTripper { return sharedTransport }
 
 // sharedTransport keeps connections to each provider endpoint open for every worker: the
 // default of two idle connections per host makes concurrent workers re-dial (and re-handshake
-// TLS) for most calls.
+// TLS) for most calls. A request whose response headers do not come within
+// ResponseHeaderTimeout fails (the SDK may retry it; the pass deadline bounds the retries).
 var sharedTransport = func() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	t := NewProviderTransport()
 	t.MaxIdleConns = 1000
 	t.MaxIdleConnsPerHost = 100
 	return t
 }()
+
+// NewProviderTransport is a new transport for provider calls (a provider's own, when it needs
+// its own TLS settings): http.DefaultTransport's settings, and no wait for response headers
+// longer than ResponseHeaderTimeout.
+func NewProviderTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = ResponseHeaderTimeout
+	return t
+}

@@ -94,6 +94,11 @@ type Reconciler struct {
 	// that changes nothing else in the status is not written until then: at thousands of
 	// clusters, a write per refresh would cost more than the refresh itself.
 	StatusHeartbeat time.Duration
+	// PassTimeout bounds one pass's work with the provider (default DefaultPassTimeout): a
+	// provider, or a proxy, that accepts connections and never answers would otherwise hold
+	// a worker for good, and with every worker held, stop the sync of every cluster. A pass
+	// that runs out of time reports Synced=False/ProviderTimeout and is retried with backoff.
+	PassTimeout time.Duration
 
 	// lastRead remembers when each cluster was last read, for refreshes not yet written.
 	lastRead sync.Map // types.NamespacedName → time.Time
@@ -124,6 +129,9 @@ func (r *Reconciler) defaults() {
 	if r.APIReader == nil {
 		r.APIReader = r.Client
 	}
+	if r.PassTimeout <= 0 {
+		r.PassTimeout = DefaultPassTimeout
+	}
 }
 
 const secretIndex = "spec.credentialSecret"
@@ -149,8 +157,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1.Cluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, leftFleet))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Named("hosted-cluster").
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
+		WithOptions(r.controllerOptions()).
 		Complete(r)
+}
+
+// controllerOptions are the hosted controller's options: Workers, and RateLimiter's backoff for
+// a failing cluster.
+func (r *Reconciler) controllerOptions() controller.Options {
+	return controller.Options{MaxConcurrentReconciles: r.Workers, RateLimiter: RateLimiter()}
 }
 
 // leftFleet passes the update that removes the join's finalizer from a Cluster being deleted:
@@ -198,6 +212,8 @@ type pass struct {
 	status *v1.ClusterStatus
 	// observed: the provider was read in this pass; invalidConfig: the config was refused.
 	observed, invalidConfig bool
+	// deadline is the pass's own deadline (PassTimeout): its Err says the pass ran out of time.
+	deadline context.Context
 }
 
 // Hosted clusters, their cloud credential Secrets (metadata watched, values read on demand) and
@@ -226,9 +242,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	ps := &pass{r: r, p: p, c: c, orig: c.DeepCopy(), status: &c.Status, log: func(msg string, kv ...any) { log.Info(msg, kv...) }}
+	// The pass's work runs under its deadline; the final status write (finish) does not, so a
+	// pass that ran out of time still reports it.
+	pctx, cancel := context.WithTimeout(ctx, r.PassTimeout)
+	defer cancel()
+	ps.deadline = pctx
 
 	if !c.DeletionTimestamp.IsZero() {
-		res, err := ps.delete(ctx)
+		res, err := ps.delete(pctx)
 		return res, ps.finish(ctx, err)
 	}
 	if !controllerutil.ContainsFinalizer(c, Finalizer) {
@@ -239,7 +260,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		ps.orig = c.DeepCopy()
 	}
-	res, err := ps.sync(ctx)
+	res, err := ps.sync(pctx)
 	return requeueOnConflict(ctx, res, ps.finish(ctx, err))
 }
 
@@ -344,6 +365,12 @@ func (ps *pass) sync(ctx context.Context) (reconcile.Result, error) {
 	}
 	if !ps.due() {
 		return reconcile.Result{RequeueAfter: ps.untilDue()}, nil
+	}
+	if st.Phase == "" && !p.Imported(c) && meta.FindStatusCondition(st.Conditions, CondReady) == nil {
+		// A cluster to create is not ready from its first pass, also when the provider cannot
+		// be reached or throttles (Synced says why). The phase stays empty until the provider
+		// says the cluster does not exist yet (notFound records creating before the call).
+		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonCreating, "drover is about to create the cluster at the provider.")
 	}
 
 	sess, res, err := ps.connect(ctx)
@@ -716,6 +743,8 @@ func (ps *pass) delete(ctx context.Context) (reconcile.Result, error) {
 	// Deleting from here on, also while credentials are missing: the phase says what is
 	// pending, CredentialsValid what blocks it.
 	st.Phase = v1.PhaseDeleting
+	// Not ready from the start of the delete, whatever the passes that follow run into.
+	ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonDeleting, "drover is deleting the cluster at the provider.")
 	sess, res, err := ps.connect(ctx)
 	if sess == nil {
 		ps.setCondition(CondReady, metav1.ConditionFalse, v1.ReasonDeleting, fmt.Sprintf(
@@ -782,6 +811,15 @@ func (ps *pass) connect(ctx context.Context) (Session, reconcile.Result, error) 
 }
 
 func (ps *pass) providerError(op string, err error) (reconcile.Result, error) {
+	if ps.timedOut(err) {
+		// Before the other kinds: an SDK may report a call it gave up on as anything.
+		limit := time.Duration(0)
+		if ps.deadline != nil && errors.Is(ps.deadline.Err(), context.DeadlineExceeded) {
+			limit = ps.r.PassTimeout
+		}
+		ps.setCondition(CondSynced, metav1.ConditionFalse, ReasonProviderTimeout, TimeoutMessage(op, limit))
+		return reconcile.Result{}, fmt.Errorf("%s %s/%s: the provider did not answer in time: %w", op, ps.c.Namespace, ps.c.Name, err)
+	}
 	switch {
 	case errors.Is(err, ErrCredentials):
 		ps.rejected(op, err)
@@ -791,6 +829,15 @@ func (ps *pass) providerError(op string, err error) (reconcile.Result, error) {
 	case errors.Is(err, ErrBusy):
 		return reconcile.Result{RequeueAfter: ps.r.PollInterval}, nil
 	case errors.Is(err, ErrThrottled):
+		if wait := RetryAfterOf(err); wait >= BackoffBase {
+			// The provider said when to come back: no call before then. Returning no error
+			// keeps the controller's own backoff from retrying sooner; a little jitter keeps
+			// the clusters of one throttled account from coming back all at once.
+			ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonThrottled, fmt.Sprintf(
+				"The provider is throttling drover: drover waits for the provider's Retry-After of %s before calling it again.", roughDuration(wait)))
+			ps.log("The provider is throttling; waiting for its Retry-After", "op", op, "retryAfter", wait.String(), "error", err.Error())
+			return reconcile.Result{RequeueAfter: wait + time.Duration(rand.Float64()*0.1*float64(wait))}, nil //nolint:gosec // jitter, not security
+		}
 		ps.setCondition(CondSynced, metav1.ConditionFalse, v1.ReasonThrottled, "The provider is throttling drover; backing off.")
 	default:
 		var fe *FieldError
@@ -802,6 +849,15 @@ func (ps *pass) providerError(op string, err error) (reconcile.Result, error) {
 	}
 	// Returning the error gives exponential backoff per cluster; it is logged in full.
 	return reconcile.Result{}, fmt.Errorf("%s %s/%s: %w", op, ps.c.Namespace, ps.c.Name, err)
+}
+
+// timedOut reports a provider call that got no answer in time: the pass's deadline passed, or
+// the call's own timeout (response headers, TLS handshake, an SDK's per-try timeout) did.
+func (ps *pass) timedOut(err error) bool {
+	if ps.deadline != nil && errors.Is(ps.deadline.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	return IsTimeout(err)
 }
 
 // EventCredentialsRejected (Warning) is recorded when the provider starts rejecting a

@@ -72,10 +72,13 @@ const (
 	ReasonCredentialsInvalid = "CredentialsInvalid"
 
 	// Synced.
-	ReasonInSync          = "InSync"
-	ReasonPushing         = "Pushing"
-	ReasonThrottled       = "Throttled"
-	ReasonProviderError   = "ProviderError"
+	ReasonInSync        = "InSync"
+	ReasonPushing       = "Pushing"
+	ReasonThrottled     = "Throttled"
+	ReasonProviderError = "ProviderError"
+	// ReasonProviderTimeout (Synced=False): the provider did not answer within the pass's
+	// deadline (or a request's own timeout); retried with backoff.
+	ReasonProviderTimeout = "ProviderTimeout"
 	ReasonInvalidConfig   = "InvalidConfig"
 	ReasonOperationFailed = "OperationFailed"
 	// ReasonExternalUpdate: an update drover did not start (console, Terraform) is running;

@@ -87,7 +87,7 @@ func caTransport(pem []byte) (*http.Transport, error) {
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, secretError(v1.ReasonInvalidCAPEM, "the caPEM key holds no PEM certificate")
 	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	t := hosted.NewProviderTransport()
 	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	t.MaxIdleConnsPerHost = 64
 	return t, nil
@@ -107,7 +107,13 @@ func (p Provider) clients(s *corev1.Secret, transport hosted.Transport) (*sdkCli
 }
 
 func (p Provider) newClients(s *corev1.Secret, c creds, transport hosted.Transport) (*sdkClients, error) {
-	var tokenTransport policy.Transporter = http.DefaultClient
+	// Neither the token (sign-in) calls nor the ARM calls wait for an answer for ever: the
+	// transports give up on missing response headers, the per-try timeout on a whole try.
+	retry := p.Retry
+	if retry.TryTimeout == 0 {
+		retry.TryTimeout = hosted.RequestTimeout
+	}
+	var tokenTransport policy.Transporter = &http.Client{Transport: hosted.SharedTransport()}
 	if len(c.caPEM) > 0 {
 		t, err := caTransport(c.caPEM)
 		if err != nil {
@@ -118,18 +124,18 @@ func (p Provider) newClients(s *corev1.Secret, c creds, transport hosted.Transpo
 	}
 	cfg := c.cloud()
 	cred, err := azidentity.NewClientSecretCredential(c.tenant, c.client, c.secret, &azidentity.ClientSecretCredentialOptions{
-		ClientOptions:            policy.ClientOptions{Cloud: cfg, Transport: tokenTransport, Retry: p.Retry},
+		ClientOptions:            policy.ClientOptions{Cloud: cfg, Transport: tokenTransport, Retry: retry},
 		DisableInstanceDiscovery: c.authority != "",
 	})
 	if err != nil {
 		return nil, secretError(v1.ReasonInvalidCredential, "Secret %s/%s: %v", s.Namespace, s.Name, err)
 	}
-	var httpTransport policy.Transporter = http.DefaultClient
+	var httpTransport policy.Transporter = &http.Client{Transport: hosted.SharedTransport()}
 	if transport != nil {
 		httpTransport = &http.Client{Transport: transport}
 	}
 	opts := &arm.ClientOptions{
-		ClientOptions:         policy.ClientOptions{Cloud: cfg, Transport: httpTransport, Retry: p.Retry},
+		ClientOptions:         policy.ClientOptions{Cloud: cfg, Transport: httpTransport, Retry: retry},
 		DisableRPRegistration: true,
 	}
 	clusters, err := armcontainerservice.NewManagedClustersClient(c.subscription, cred, opts)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	azruntime "github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -59,11 +60,16 @@ type session struct {
 func classify(op string, err error) error {
 	var af *azidentity.AuthenticationFailedError
 	if errors.As(err, &af) {
+		// The token (sign-in) request failed. Only a refusal is about the credentials; the
+		// rest is transient and described in one stable line (the SDK's text spans lines and
+		// carries trace IDs and timestamps).
 		switch {
-		case af.RawResponse != nil && af.RawResponse.StatusCode == http.StatusTooManyRequests:
-			return fmt.Errorf("%w: %s: token: %w", hosted.ErrThrottled, op, err)
-		case af.RawResponse != nil && af.RawResponse.StatusCode >= 500, af.RawResponse == nil:
-			return fmt.Errorf("%s: token: %w", op, err) // transient: retried with backoff
+		case af.RawResponse == nil:
+			return signInUnanswered(op, err)
+		case af.RawResponse.StatusCode == http.StatusTooManyRequests:
+			return hosted.Throttled(fmt.Errorf("%w: %w", hosted.ErrThrottled, tokenError(op, af)), hosted.ParseRetryAfter(af.RawResponse.Header, time.Now()))
+		case af.RawResponse.StatusCode >= 500:
+			return tokenError(op, af) // transient: retried with backoff
 		}
 		return fmt.Errorf("%w: %w", hosted.ErrCredentials, tokenError(op, af))
 	}
@@ -77,7 +83,13 @@ func classify(op string, err error) error {
 	case re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden:
 		return fmt.Errorf("%w: %w", hosted.ErrCredentials, pe)
 	case re.StatusCode == http.StatusTooManyRequests:
-		return fmt.Errorf("%w: %w", hosted.ErrThrottled, pe)
+		// azcore gives up on a Retry-After longer than its MaxRetryDelay (60s by default) and
+		// returns the 429: the wait it asks for goes with the error, for the engine to honour.
+		var after time.Duration
+		if re.RawResponse != nil {
+			after = hosted.ParseRetryAfter(re.RawResponse.Header, time.Now())
+		}
+		return hosted.Throttled(fmt.Errorf("%w: %w", hosted.ErrThrottled, pe), after)
 	case re.StatusCode == http.StatusConflict:
 		// OperationNotAllowed "... in progress ...": another operation runs; wait and retry.
 		return fmt.Errorf("%w: %w", hosted.ErrBusy, pe)
@@ -89,6 +101,21 @@ func classify(op string, err error) error {
 		return &hosted.FieldError{Field: "aksConfig.resourceGroup", Reason: v1.ReasonResourceGroupNotFound, Message: msg + " Create it, or fix aksConfig.resourceGroup."}
 	case re.StatusCode == http.StatusBadRequest:
 		return &hosted.FieldError{Field: "aksConfig", Reason: v1.ReasonRejectedByAKS, Message: code + ": " + msg}
+	}
+	return pe
+}
+
+// signInUnanswered is the error of a token request that got no answer (a timeout, a connection
+// refused or reset): transient, in one stable line; the SDK's text is kept for the log.
+func signInUnanswered(op string, err error) error {
+	what := "did not answer"
+	if hosted.IsTimeout(err) {
+		what = "did not answer in time"
+	}
+	pe := &hosted.ProviderError{Op: op, Code: "token", Message: "the sign-in endpoint (Microsoft Entra ID) " + what + "; drover retries with backoff", Err: err}
+	if hosted.IsTimeout(err) {
+		// Keep the deadline visible to the engine, which reports a timeout.
+		return fmt.Errorf("%w: %w", context.DeadlineExceeded, pe)
 	}
 	return pe
 }

@@ -24,10 +24,10 @@ func (p Provider) awsConfig(c *v1.Cluster, s *corev1.Secret, transport hosted.Tr
 	cfg := aws.Config{
 		Region:      c.Spec.EKSConfig.Region,
 		Credentials: credentials.NewStaticCredentialsProvider(string(s.Data[KeyAccessKeyID]), string(s.Data[KeySecretAccessKey]), string(s.Data[KeySessionToken])),
-		HTTPClient:  &http.Client{Transport: transport},
+		HTTPClient:  &http.Client{Transport: transport, Timeout: hosted.RequestTimeout},
 	}
 	if transport == nil {
-		cfg.HTTPClient = http.DefaultClient
+		cfg.HTTPClient = &http.Client{Transport: hosted.SharedTransport(), Timeout: hosted.RequestTimeout}
 	}
 	if p.RetryMaxAttempts > 0 {
 		cfg.RetryMaxAttempts = p.RetryMaxAttempts

@@ -138,7 +138,8 @@ func (p Provider) Connect(_ context.Context, c *v1.Cluster, s *corev1.Secret, tr
 		cfg := aws.Config{
 			Region:      region,
 			Credentials: credentials.NewStaticCredentialsProvider(string(s.Data[KeyAccessKeyID]), string(s.Data[KeySecretAccessKey]), string(s.Data[KeySessionToken])),
-			HTTPClient:  &http.Client{Transport: transport},
+			// No request waits for ever (the transport also bounds the wait for headers).
+			HTTPClient: &http.Client{Transport: transport, Timeout: hosted.RequestTimeout},
 		}
 		if p.RetryMaxAttempts > 0 {
 			cfg.RetryMaxAttempts = p.RetryMaxAttempts

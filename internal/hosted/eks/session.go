@@ -7,11 +7,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awseks "github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/eks/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/droverhq/drover/api/management/v1alpha1"
@@ -60,7 +62,13 @@ func classify(op string, err error) error {
 		}
 		return fmt.Errorf("%w: %w", hosted.ErrCredentials, pe)
 	case "ThrottlingException", "TooManyRequestsException":
-		return fmt.Errorf("%w: %w", hosted.ErrThrottled, pe)
+		// EKS does not usually send Retry-After; when it (or a proxy) does, it is honoured.
+		var after time.Duration
+		var re *smithyhttp.ResponseError
+		if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
+			after = hosted.ParseRetryAfter(re.Response.Header, time.Now())
+		}
+		return hosted.Throttled(fmt.Errorf("%w: %w", hosted.ErrThrottled, pe), after)
 	case "ResourceInUseException":
 		return fmt.Errorf("%w: %w", hosted.ErrBusy, pe)
 	case "InvalidParameterException", "InvalidRequestException":

@@ -174,6 +174,8 @@ func (p Provider) Connect(ctx context.Context, c *v1.Cluster, s *corev1.Secret, 
 func newService(ctx context.Context, key []byte, endpoint string, transport hosted.Transport) (*container.Service, error) {
 	creds, err := credentials.NewCredentialsFromJSON(credentials.ServiceAccount, key, &credentials.DetectOptions{
 		Scopes: []string{container.CloudPlatformScope},
+		// The token exchange gives up too (its default client waits for ever).
+		Client: &http.Client{Transport: hosted.SharedTransport(), Timeout: hosted.RequestTimeout},
 	})
 	if err != nil {
 		return nil, err
@@ -183,9 +185,10 @@ func newService(ctx context.Context, key []byte, endpoint string, transport host
 
 func serviceWith(ctx context.Context, creds *auth.Credentials, endpoint string, transport hosted.Transport) (*container.Service, error) {
 	if transport == nil {
-		transport = http.DefaultTransport
+		transport = hosted.SharedTransport()
 	}
-	hc := &http.Client{Transport: transport}
+	// No request waits for ever (the transport also bounds the wait for headers).
+	hc := &http.Client{Transport: transport, Timeout: hosted.RequestTimeout}
 	if err := httptransport.AddAuthorizationMiddleware(hc, creds); err != nil {
 		return nil, err
 	}

@@ -166,7 +166,7 @@ func classify(op string, err error) error {
 	case ge.Code == http.StatusUnauthorized || ge.Code == http.StatusForbidden:
 		return fmt.Errorf("%w: %w", hosted.ErrCredentials, pe)
 	case ge.Code == http.StatusTooManyRequests:
-		return fmt.Errorf("%w: %w", hosted.ErrThrottled, pe)
+		return hosted.Throttled(fmt.Errorf("%w: %w", hosted.ErrThrottled, pe), hosted.ParseRetryAfter(ge.Header, time.Now()))
 	case status == "FAILED_PRECONDITION" && reason == reasonHasOperation:
 		return fmt.Errorf("%w: %w", hosted.ErrBusy, pe)
 	case status == "FAILED_PRECONDITION" && strings.Contains(op, "SetResourceLabels"):

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"testing"
@@ -38,6 +39,8 @@ type aksHarness struct {
 	simTime  *simcore.ManualClock
 	clusters *armcontainerservice.ManagedClustersClient
 	pools    *armcontainerservice.AgentPoolsClient
+	// throttleRetryAfter is the simulator's ThrottleRetryAfter (0: 1ms, so tests stay fast).
+	throttleRetryAfter time.Duration
 }
 
 // aksEnv is an env with the AKS simulator, for the AKS-specific tests.
@@ -60,7 +63,7 @@ func (h *aksHarness) setup(t *testing.T, e *env) {
 	h.simTime = e.simTime
 	h.sim = aksim.NewTestServer(t, aksim.Options{
 		Credentials: []aksim.Credential{{TenantID: aksTenant, ClientID: aksClient, ClientSecret: aksSecret, Subscriptions: []string{aksSub}}},
-		Clock:       e.simTime, Delay: simDelay, ThrottleRetryAfter: time.Millisecond,
+		Clock:       e.simTime, Delay: simDelay, ThrottleRetryAfter: cmp.Or(h.throttleRetryAfter, time.Millisecond),
 	})
 	// The console retries patiently, so throttling aimed at drover does not fail the test's own calls.
 	retry := policy.RetryOptions{MaxRetries: 30, RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond}

@@ -124,6 +124,9 @@ type Reconciler struct {
 	AgentRemovalTimeout time.Duration
 	// ProbeTimeout bounds the call that checks the credentials on the cluster (default 15s).
 	ProbeTimeout time.Duration
+	// ProviderTimeout bounds each provider call of a join (Access, MissingAccess; default
+	// hosted.DefaultPassTimeout), so a provider that never answers cannot hold a worker.
+	ProviderTimeout time.Duration
 	// Workers is the number of clusters joined at once (default 8).
 	Workers int
 
@@ -179,6 +182,9 @@ func (r *Reconciler) defaults() {
 	}
 	if r.ProbeTimeout <= 0 {
 		r.ProbeTimeout = 15 * time.Second
+	}
+	if r.ProviderTimeout <= 0 {
+		r.ProviderTimeout = hosted.DefaultPassTimeout
 	}
 	if r.Workers <= 0 {
 		r.Workers = 8
@@ -514,9 +520,25 @@ func (ps *pass) credentials(ctx context.Context) (*access.Credentials, *corev1.S
 		}
 		return nil, nil, fmt.Errorf("get credential Secret %s/%s: %w", c.Namespace, name, err)
 	}
-	creds, err := acc.Access(ctx, c, secret, ps.r.Limits.Transport(hosted.LimitKey(p, c, secret)))
+	actx, cancel := context.WithTimeout(ctx, ps.r.ProviderTimeout)
+	defer cancel()
+	creds, err := acc.Access(actx, c, secret, ps.r.Limits.Transport(hosted.LimitKey(p, c, secret)))
+	if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		return nil, secret, &providerTimeout{limit: ps.r.ProviderTimeout, err: err}
+	}
 	return creds, secret, err
 }
+
+// providerTimeout is a provider call of the join that got no answer within limit.
+type providerTimeout struct {
+	limit time.Duration
+	err   error
+}
+
+func (e *providerTimeout) Error() string {
+	return fmt.Sprintf("the provider did not answer within %s: %v", e.limit, e.err)
+}
+func (e *providerTimeout) Unwrap() error { return e.err }
 
 // writeCredentials gets new credentials, checks them on the cluster and writes the kubeconfig
 // Secret. done is false when the join cannot go on (the status says why; res says when to
@@ -539,7 +561,13 @@ func (ps *pass) writeCredentials(ctx context.Context, now time.Time) (res reconc
 		return reconcile.Result{RequeueAfter: r.RetryInterval}, false, nil
 	default:
 		log.Info("Getting credentials for the cluster's API failed", "error", err)
-		ps.set(v1.ConditionJoined, false, v1.ReasonCredentialsUnavailable, msgNoCredentials(err))
+		msg := msgNoCredentials(err)
+		var pt *providerTimeout
+		if errors.As(err, &pt) {
+			msg = fmt.Sprintf("The provider did not answer within %ds when drover asked it for credentials for the cluster's API; drover tries again with backoff.",
+				int((pt.limit+time.Second-1)/time.Second))
+		}
+		ps.set(v1.ConditionJoined, false, v1.ReasonCredentialsUnavailable, msg)
 		return reconcile.Result{}, false, fmt.Errorf("credentials for %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	if perr := ps.probe(ctx, creds); perr != nil {
@@ -602,7 +630,9 @@ func (ps *pass) probeFailed(ctx context.Context, secret *corev1.Secret, perr err
 		return reconcile.Result{RequeueAfter: r.RetryInterval}, false, nil
 	}
 	if chk, ok := p.(AccessChecker); ok {
-		principal, err := chk.MissingAccess(ctx, c, secret, r.Limits.Transport(hosted.LimitKey(p, c, secret)))
+		actx, cancel := context.WithTimeout(ctx, r.ProviderTimeout)
+		principal, err := chk.MissingAccess(actx, c, secret, r.Limits.Transport(hosted.LimitKey(p, c, secret)))
+		cancel()
 		if err != nil {
 			log.Info("Checking the cluster's access entries failed", "error", err)
 		}
