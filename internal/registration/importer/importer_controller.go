@@ -148,7 +148,7 @@ func (f *failure) Error() string { return f.msg }
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrationtokens,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=drover-system,resources=configmaps,verbs=get;list;watch
 
 // Reconcile deploys (or redeploys) the agent when it is not deployed for the current settings.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -109,7 +109,7 @@ func (r *Reconciler) allTokens(ctx context.Context, _ client.Object) []reconcile
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrationtokens/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrationtokens/finalizers,verbs=update
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=clusterregistrations,verbs=create
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=drover-system,resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch;create;update;patch;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete;deletecollection
