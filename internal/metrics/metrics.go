@@ -85,6 +85,14 @@ var (
 		Namespace: namespace, Name: "gitrepo_fetches_total",
 		Help: "GitRepo fetches by result (deployed: a new commit rendered into Bundles; unchanged; failed).",
 	}, []string{"result"})
+
+	// WebhookThrottled counts the push webhook deliveries the receiver refused with 429, before
+	// reading their body or the webhook Secret, by the limit hit: "rate" (its token bucket)
+	// or "concurrency" (as many deliveries as it processes at once already being processed).
+	WebhookThrottled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "gitrepo_webhook_throttled_total",
+		Help: "Push webhook deliveries refused with 429, by the limit hit (rate, concurrency).",
+	}, []string{"limit"})
 )
 
 // GitRepo sync states (GitRepos' state label).
@@ -95,7 +103,7 @@ const (
 )
 
 func init() {
-	register(Registrations, GrantDuration, FleetClusters, Bundles, BundleDeployments, BundleEvents, GitRepos, GitRepoFetches)
+	register(Registrations, GrantDuration, FleetClusters, Bundles, BundleDeployments, BundleEvents, GitRepos, GitRepoFetches, WebhookThrottled)
 }
 
 // all are drover's domain metrics (TestEveryMetricIsDocumented checks docs/metrics.md).

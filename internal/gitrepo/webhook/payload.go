@@ -70,7 +70,9 @@ func verify(p Provider, h http.Header, body, secret []byte) error {
 		if tok == "" {
 			return fmt.Errorf("no X-Gitlab-Token header")
 		}
-		if subtle.ConstantTimeCompare([]byte(tok), secret) != 1 {
+		// Compared as digests: ConstantTimeCompare returns early on a length mismatch.
+		got, want := sha256.Sum256([]byte(tok)), sha256.Sum256(secret)
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			return fmt.Errorf("X-Gitlab-Token does not match")
 		}
 		return nil

@@ -10,6 +10,12 @@
 // which the GitRepo controller takes as "fetch now". The annotation is written through the API,
 // so it works on whichever replica receives the request, leader or not. An unknown repository
 // is 404; other events (ping, issues, ...) are acknowledged with 200 and ignored.
+//
+// The receiver is meant to face the internet, so what an unauthenticated request can cost is
+// bounded: the cheap checks (method, event header, content type, declared size) come first;
+// then a token bucket and a limit on the requests processed at once refuse the excess with 429
+// (nothing is queued); the webhook Secret is read at most once per SecretTTL (a missing Secret
+// too), never once per request, so unsigned junk does not turn into API server load.
 package webhook
 
 import (
@@ -17,11 +23,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"mime"
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/metrics"
 )
 
 // DefaultSecretName is the Secret holding the webhook secrets, one key per provider.
@@ -41,6 +55,43 @@ const repoIndex = "webhook.repo"
 // maxBody bounds a payload (GitHub caps them at 25 MB).
 const maxBody = 25 << 20
 
+// Defaults of the receiver's limits (Options and Receiver fields left zero).
+const (
+	// DefaultSecretTTL is how long the webhook Secret, as read (or found missing), is used
+	// before it is read again: a rotation takes effect within it.
+	DefaultSecretTTL = 10 * time.Second
+	// DefaultRateLimit is the sustained rate of deliveries (per second, per replica) past the
+	// cheap checks; DefaultRateBurst how many may come at once above it.
+	DefaultRateLimit = 10
+	DefaultRateBurst = 50
+	// DefaultMaxInFlight is how many deliveries one replica processes at once (reading the
+	// body, verifying, requesting fetches). With maxBody it bounds the memory payloads take.
+	DefaultMaxInFlight = 8
+)
+
+// secretReadTimeout bounds one read of the webhook Secret.
+const secretReadTimeout = 10 * time.Second
+
+// The limits a delivery can be refused by.
+const (
+	limitRate        = iota // the token bucket
+	limitConcurrency        // MaxInFlight
+	numLimits
+)
+
+var limitNames = [numLimits]string{limitRate: "rate", limitConcurrency: "concurrency"}
+
+func init() {
+	// Both series exist from the start.
+	for _, l := range limitNames {
+		metrics.WebhookThrottled.WithLabelValues(l)
+	}
+}
+
+// throttleLogEvery is how often, at most, refusals by the limits are logged (with counts: one
+// line per refusal would be a flood of its own).
+const throttleLogEvery = time.Minute
+
 // Options configure the receiver.
 type Options struct {
 	// Addr is the listen address (e.g. ":8090").
@@ -50,18 +101,56 @@ type Options struct {
 	// SecretNamespace and SecretName locate the Secret with the providers' secrets (keys
 	// github, gitlab, gitea, bitbucket). Default name: DefaultSecretName.
 	SecretNamespace, SecretName string
+	// SecretTTL, RateLimit, RateBurst and MaxInFlight are the Receiver's (zero: the defaults).
+	SecretTTL   time.Duration
+	RateLimit   float64
+	RateBurst   int
+	MaxInFlight int
 }
 
-// Receiver is the webhook's http.Handler.
+// Receiver is the webhook's http.Handler. Set its fields before the first request.
 type Receiver struct {
 	// Client lists GitRepos (cached, with the index Setup adds) and patches them.
 	Client client.Client
-	// SecretReader reads the webhook Secret (uncached: a rotated secret applies at once).
+	// SecretReader reads the webhook Secret (the API reader: not through the manager's cache,
+	// which would need list and watch on Secrets). The receiver keeps what it read for
+	// SecretTTL.
 	SecretReader client.Reader
 	// SecretNamespace and SecretName locate the webhook Secret.
 	SecretNamespace, SecretName string
-	// Now returns the current time (default time.Now).
+	// SecretTTL is how long the Secret as read, or its absence, is used before it is read
+	// again (zero: DefaultSecretTTL). A rotated secret applies within it.
+	SecretTTL time.Duration
+	// RateLimit (deliveries per second) and RateBurst are the token bucket deliveries that
+	// pass the cheap checks draw from; the excess is answered 429 (zero: DefaultRateLimit,
+	// DefaultRateBurst).
+	RateLimit float64
+	RateBurst int
+	// MaxInFlight is how many deliveries are processed at once; more are answered 429 at once
+	// (zero: DefaultMaxInFlight).
+	MaxInFlight int
+	// Now returns the current time (default time.Now). It also drives the Secret's TTL and the
+	// token bucket.
 	Now func() time.Time
+
+	initOnce   sync.Once
+	limiter    *rate.Limiter
+	retryAfter string        // Retry-After of a 429 from the token bucket
+	inFlight   chan struct{} // a slot per delivery being processed
+	secretLock chan struct{} // held while the cached Secret is looked at or read
+	cached     cachedSecret  // guarded by secretLock
+
+	throttled       [numLimits]atomic.Int64 // deliveries refused by each limit
+	throttleLogNext atomic.Int64            // unix nanoseconds before which no refusal is logged
+}
+
+// cachedSecret is the webhook Secret as last read.
+type cachedSecret struct {
+	read   bool      // a read was attempted
+	at     time.Time // when
+	data   map[string][]byte
+	exists bool  // the Secret was found (at this read or, after a failed one, an earlier read)
+	err    error // the last read failed (other than not found) and nothing was read before
 }
 
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=gitrepos,verbs=get;list;watch;patch
@@ -77,7 +166,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := IndexGitRepos(mgr); err != nil {
 		return err
 	}
-	rcv := &Receiver{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), SecretNamespace: opts.SecretNamespace, SecretName: opts.SecretName}
+	rcv := &Receiver{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), SecretNamespace: opts.SecretNamespace, SecretName: opts.SecretName,
+		SecretTTL: opts.SecretTTL, RateLimit: opts.RateLimit, RateBurst: opts.RateBurst, MaxInFlight: opts.MaxInFlight}
 	if err := mgr.Add(&runnable{addr: opts.Addr, ln: opts.Listener, handler: rcv}); err != nil {
 		return fmt.Errorf("add webhook receiver: %w", err)
 	}
@@ -91,13 +181,16 @@ func Controllers(opts Options) func(ctrl.Manager) error {
 
 // IndexGitRepos indexes GitRepos by normalised repository URL.
 func IndexGitRepos(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &fleetv1alpha1.GitRepo{}, repoIndex, func(o client.Object) []string {
-		if k := NormalizeURL(o.(*fleetv1alpha1.GitRepo).Spec.Repo); k != "" {
-			return []string{k}
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &fleetv1alpha1.GitRepo{}, repoIndex, repoKeys); err != nil {
 		return fmt.Errorf("index GitRepos by repository URL: %w", err)
+	}
+	return nil
+}
+
+// repoKeys is the index function of repoIndex.
+func repoKeys(o client.Object) []string {
+	if k := NormalizeURL(o.(*fleetv1alpha1.GitRepo).Spec.Repo); k != "" {
+		return []string{k}
 	}
 	return nil
 }
@@ -142,6 +235,55 @@ func (r *Receiver) now() time.Time {
 	return time.Now()
 }
 
+// init sets up the limits from the fields, once.
+func (r *Receiver) init() {
+	r.initOnce.Do(func() {
+		limit, burst, inFlight := r.RateLimit, r.RateBurst, r.MaxInFlight
+		if limit <= 0 {
+			limit = DefaultRateLimit
+		}
+		if burst <= 0 {
+			burst = DefaultRateBurst
+		}
+		if inFlight <= 0 {
+			inFlight = DefaultMaxInFlight
+		}
+		r.limiter = rate.NewLimiter(rate.Limit(limit), burst)
+		// A token comes back within 1/limit seconds.
+		r.retryAfter = strconv.Itoa(max(1, int(math.Ceil(1/limit))))
+		r.inFlight = make(chan struct{}, inFlight)
+		r.secretLock = make(chan struct{}, 1)
+	})
+}
+
+func (r *Receiver) secretTTL() time.Duration {
+	if r.SecretTTL > 0 {
+		return r.SecretTTL
+	}
+	return DefaultSecretTTL
+}
+
+// throttle answers 429: limit refused the delivery before anything was read or queued.
+// Refusals are counted and logged at most once per throttleLogEvery, with the counts so far.
+func (r *Receiver) throttle(ctx context.Context, w http.ResponseWriter, limit int, retryAfter string) {
+	r.throttled[limit].Add(1)
+	metrics.WebhookThrottled.WithLabelValues(limitNames[limit]).Inc()
+	now := r.now().UnixNano()
+	if next := r.throttleLogNext.Load(); now >= next && r.throttleLogNext.CompareAndSwap(next, now+int64(throttleLogEvery)) {
+		ctrl.LoggerFrom(ctx).WithName("webhook").Info("Webhook deliveries refused with 429 by the receiver's limits (counts since the start)",
+			limitNames[limitRate], r.throttled[limitRate].Load(), limitNames[limitConcurrency], r.throttled[limitConcurrency].Load())
+	}
+	w.Header().Set("Retry-After", retryAfter)
+	http.Error(w, "too many webhook deliveries, retry later", http.StatusTooManyRequests)
+}
+
+// isJSON says whether the Content-Type is application/json (all providers send it when the
+// webhook is set up with content type JSON; GitHub's form-encoded payloads are not understood).
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
 // ServeHTTP handles one webhook delivery.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	log := ctrl.LoggerFrom(req.Context()).WithName("webhook")
@@ -153,6 +295,28 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	provider, event := detect(req.Header)
 	if provider == "" {
 		http.Error(w, "not a GitHub, GitLab, Gitea/Forgejo or Bitbucket webhook (no event header)", http.StatusBadRequest)
+		return
+	}
+	if !isJSON(req.Header.Get("Content-Type")) {
+		http.Error(w, "set the webhook's content type to application/json", http.StatusUnsupportedMediaType)
+		return
+	}
+	if req.ContentLength > maxBody {
+		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	// The limits, before anything that reads the body, the Secret or the API. Refused
+	// deliveries are answered at once: nothing waits for a token or a slot.
+	r.init()
+	if !r.limiter.AllowN(r.now(), 1) {
+		r.throttle(req.Context(), w, limitRate, r.retryAfter)
+		return
+	}
+	select {
+	case r.inFlight <- struct{}{}:
+		defer func() { <-r.inFlight }()
+	default:
+		r.throttle(req.Context(), w, limitConcurrency, "1")
 		return
 	}
 	log = log.WithValues("provider", provider, "event", event)
@@ -233,18 +397,58 @@ func writeText(w http.ResponseWriter, code int, msg string) {
 // secret returns the provider's secret from the webhook Secret (nil when the Secret or its key
 // is missing: verification then fails).
 func (r *Receiver) secret(ctx context.Context, p Provider) ([]byte, error) {
-	s := &corev1.Secret{}
-	if err := r.SecretReader.Get(ctx, client.ObjectKey{Namespace: r.SecretNamespace, Name: r.SecretName}, s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("the Secret %s/%s was not found", r.SecretNamespace, r.SecretName)
-		}
-		return nil, fmt.Errorf("read Secret %s/%s: %w", r.SecretNamespace, r.SecretName, err)
+	c, err := r.secretData(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case c.err != nil:
+		return nil, fmt.Errorf("read Secret %s/%s: %w", r.SecretNamespace, r.SecretName, c.err)
+	case !c.exists:
+		return nil, fmt.Errorf("the Secret %s/%s was not found", r.SecretNamespace, r.SecretName)
 	}
-	v := s.Data[string(p)]
+	v := c.data[string(p)]
 	if len(v) == 0 {
 		return nil, fmt.Errorf("the Secret %s/%s has no key %s", r.SecretNamespace, r.SecretName, p)
 	}
 	return v, nil
+}
+
+// secretData returns the webhook Secret as read at most SecretTTL ago, reading it when that
+// read is older. Every outcome is kept for the TTL, so the Secret is read at most once per TTL
+// whatever the requests: found, not found (the absence), or failed (then the Secret read
+// before, if any, is used until the next read). Requests arriving during a read wait for it
+// rather than reading too.
+func (r *Receiver) secretData(ctx context.Context) (cachedSecret, error) {
+	r.init()
+	select {
+	case r.secretLock <- struct{}{}:
+	case <-ctx.Done():
+		return cachedSecret{}, fmt.Errorf("waiting for the Secret %s/%s: %w", r.SecretNamespace, r.SecretName, ctx.Err())
+	}
+	defer func() { <-r.secretLock }()
+	now := r.now()
+	if c := r.cached; c.read && !now.Before(c.at) && now.Before(c.at.Add(r.secretTTL())) {
+		return c, nil
+	}
+	// Not cancelled with the request: a client hanging up during the read must not leave the
+	// read undone (and the next request reading again).
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), secretReadTimeout)
+	defer cancel()
+	s := &corev1.Secret{}
+	err := r.SecretReader.Get(rctx, client.ObjectKey{Namespace: r.SecretNamespace, Name: r.SecretName}, s)
+	next := cachedSecret{read: true, at: now}
+	switch {
+	case err == nil:
+		next.data, next.exists = s.Data, true
+	case apierrors.IsNotFound(err):
+	case r.cached.exists:
+		ctrl.LoggerFrom(ctx).WithName("webhook").Error(err, "Reading the webhook Secret; using the one read before", "secret", client.ObjectKey{Namespace: r.SecretNamespace, Name: r.SecretName})
+		next.data, next.exists = r.cached.data, true
+	default:
+		next.err = err
+	}
+	r.cached = next
+	return next, nil
 }
 
 // gitRepos returns the GitRepos (all namespaces) whose repository is one of urls.
