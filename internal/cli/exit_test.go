@@ -37,6 +37,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown subcommand", []string{"cluster", "nosuch"}, ExitUsage, `unknown command "nosuch" for "drover cluster"`},
 		{"mistyped command", []string{"clsuter", "list"}, ExitUsage, `unknown command "clsuter" for "drover"; did you mean "cluster"?`},
 		{"mistyped subcommand", []string{"bundle", "stauts"}, ExitUsage, `unknown command "stauts" for "drover bundle"; did you mean "status"?`},
+		{"unsupported shell", []string{"completion", "ksh"}, ExitUsage, `unknown command "ksh" for "drover completion"`},
 		{"list with a name", []string{"cluster", "list", "prod"}, ExitUsage, "list takes no NAME (\"prod\"): show one with `drover cluster get prod`"},
 		{"bundle list with a name", []string{"bundle", "list", "web"}, ExitUsage, "`drover bundle status web`"},
 		{"empty jsonpath", []string{"cluster", "list", "-o", "jsonpath="}, ExitUsage, "-o jsonpath= needs a template"},

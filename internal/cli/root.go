@@ -55,6 +55,9 @@ func newRootWithLogs() (*cobra.Command, *kubeOptions, *logOptions) {
 	root.AddCommand(newGitRepoCommand(k))
 	root.AddCommand(newDashboardCommand(k), newCheckCommand(k))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
+	// cobra adds its completion command at Execute; added now, it gets the usage codes too
+	// (`drover completion ksh` printed help and exited 0).
+	root.InitDefaultCompletionCmd()
 	usageCodes(root)
 	return root, k, logs
 }
