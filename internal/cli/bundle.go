@@ -87,13 +87,11 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
   drover bundle apply -f ./web --cluster edge-1 --dry-run | kubectl apply -f -
   kustomize build overlays/prod | drover bundle apply -f - --name web --selector env=prod`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch dryRun {
-			case "none", "false":
-			case "client", "true":
-				dry = true
-			default:
-				return usageErrorf("--dry-run=%s: drover prints the Bundle with --dry-run=client (or --dry-run); there is no server-side dry run", dryRun)
+			d, err := clientDryRun(dryRun, "Bundle")
+			if err != nil {
+				return err
 			}
+			dry = d
 			resources, isDir, err := readManifests(dir, cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -142,18 +140,7 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 				if b.Namespace, err = k.namespace(fleetv1alpha1.DefaultWorkspaceNamespace); err != nil {
 					return err
 				}
-				u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(b)
-				if err != nil {
-					return err
-				}
-				delete(u, "status")
-				unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
-				out, err := yaml.Marshal(u)
-				if err != nil {
-					return err
-				}
-				_, err = cmd.OutOrStdout().Write(out)
-				return err
+				return printManifest(cmd.OutOrStdout(), b)
 			}
 			c, ns, err := bundleClient(k)
 			if err != nil {
@@ -426,4 +413,34 @@ func printBundleStatus(w io.Writer, b *fleetv1alpha1.Bundle) error {
 		return tw.Flush()
 	}
 	return nil
+}
+
+// clientDryRun reads a --dry-run value as kubectl does: none/false, or client/true (what would be
+// created is printed); there is no server-side dry run.
+func clientDryRun(v, kind string) (bool, error) {
+	switch v {
+	case "none", "false":
+		return false, nil
+	case "client", "true":
+		return true, nil
+	}
+	return false, usageErrorf("--dry-run=%s: drover prints the %s with --dry-run=client (or --dry-run); there is no server-side dry run", v, kind)
+}
+
+// printManifest writes obj as the YAML manifest to create it (kubectl create --dry-run=client
+// -o yaml): no status, no creationTimestamp; piped to kubectl apply -f -, it does what the
+// command would have done.
+func printManifest(w io.Writer, obj runtime.Object) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	delete(u, "status")
+	unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
+	out, err := yaml.Marshal(u)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(out)
+	return err
 }

@@ -24,9 +24,9 @@ import (
 
 // createFlags are the flags every `cluster create PROVIDER` shares.
 type createFlags struct {
-	name, credential, version, file string
-	tags                            map[string]string
-	wait                            waitFlags
+	name, credential, version, file, dryRun string
+	tags                                    map[string]string
+	wait                                    waitFlags
 }
 
 func (c *createFlags) add(cmd *cobra.Command, credential string) {
@@ -36,6 +36,8 @@ func (c *createFlags) add(cmd *cobra.Command, credential string) {
 	f.StringVar(&c.version, "kubernetes-version", "", "Kubernetes version, e.g. 1.33 (required unless -f)")
 	f.StringToStringVar(&c.tags, "tags", nil, "tags/labels on the cloud resources, e.g. team=platform,env=prod")
 	f.StringVarP(&c.file, "file", "f", "", "create from a Cluster manifest file (YAML or JSON), or - for stdin, instead of flags")
+	f.StringVar(&c.dryRun, "dry-run", "none", "client: print the Cluster manifest instead of creating it, e.g. to commit it to Git (kubectl's values; --dry-run alone is client)")
+	f.Lookup("dry-run").NoOptDefVal = "client"
 	c.wait.add(cmd, "the cluster is active", 30*time.Minute)
 }
 
@@ -93,7 +95,7 @@ func newClusterCreateEKSCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return createCluster(cmd, k, eks.Provider{}, cl, &c.wait, "created")
+			return createCluster(cmd, k, eks.Provider{}, cl, &c, "created")
 		},
 	}
 	c.add(cmd, "accessKeyID and secretAccessKey")
@@ -148,7 +150,7 @@ func newClusterCreateAKSCommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return createCluster(cmd, k, aks.Provider{}, cl, &c.wait, "created")
+			return createCluster(cmd, k, aks.Provider{}, cl, &c, "created")
 		},
 	}
 	c.add(cmd, "tenantID, subscriptionID, clientID and clientSecret")
@@ -198,7 +200,7 @@ func newClusterCreateGKECommand(k *kubeOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return createCluster(cmd, k, gke.Provider{}, cl, &c.wait, "created")
+			return createCluster(cmd, k, gke.Provider{}, cl, &c, "created")
 		},
 	}
 	c.add(cmd, "serviceAccountJSON")
@@ -253,12 +255,29 @@ func (c *createFlags) fromFile(stdin io.Reader, fromFlags func() (*v1.Cluster, e
 
 // createCluster validates cl, creates it in the namespace (the file's, else -n or the context's)
 // and with --wait follows it until it is active.
-func createCluster(cmd *cobra.Command, k *kubeOptions, p hosted.Provider, cl *v1.Cluster, w *waitFlags, verb string) error {
+func createCluster(cmd *cobra.Command, k *kubeOptions, p hosted.Provider, cl *v1.Cluster, cf *createFlags, verb string) error {
+	w := &cf.wait
+	dry, err := clientDryRun(cf.dryRun, "Cluster")
+	if err != nil {
+		return err
+	}
 	if !p.Matches(cl) {
 		return usageErrorf("the manifest is not a %s cluster", p.Name())
 	}
 	if err := p.Validate(cl); err != nil {
 		return err
+	}
+	if dry {
+		if cl.Namespace == "" {
+			if cl.Namespace, err = k.namespace("default"); err != nil {
+				return err
+			}
+		} else if flag := *k.flags.Namespace; flag != "" && cl.Namespace != flag {
+			return usageErrorf("the namespace from the provided object %q does not match the namespace %q. You must pass '--namespace=%s' to perform this operation.",
+				cl.Namespace, flag, cl.Namespace)
+		}
+		cl.APIVersion, cl.Kind = v1.GroupVersion.String(), "Cluster"
+		return printManifest(cmd.OutOrStdout(), cl)
 	}
 	c, ns, err := k.client("default")
 	if err != nil {

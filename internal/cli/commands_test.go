@@ -186,6 +186,26 @@ func TestClusterCreateFromFileAndDelete(t *testing.T) {
 	if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "e"}, cl); err != nil || cl.Spec.EKSConfig.DisplayName != "prod-eks" {
 		t.Errorf("EKS cluster name from --cluster-name: %v %+v", err, cl.Spec.EKSConfig)
 	}
+	// --dry-run prints the manifest (for Git) and creates nothing; piped back through -f it
+	// creates that Cluster.
+	out, errOut, err := drover(t.Context(), append([]string{"cluster", "create", "eks", "--name", "dry", "--dry-run", "--kubeconfig", kc, "-n", ns}, eksFlags...)...)
+	if err != nil || !strings.Contains(out, "kind: Cluster") || !strings.Contains(out, "apiVersion: management.drover.io/v1alpha1") ||
+		!strings.Contains(out, "namespace: "+ns) || !strings.Contains(out, "region: us-west-2") || strings.Contains(out, "status") || strings.Contains(out, "creationTimestamp") {
+		t.Fatalf("create --dry-run: %v %s\n%s", err, errOut, out)
+	}
+	if err := mgmt.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "dry"}, &v1.Cluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("--dry-run created the Cluster: %v", err)
+	}
+	dryFile := filepath.Join(t.TempDir(), "dry.yaml")
+	if err := os.WriteFile(dryFile, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, err := drover(t.Context(), "cluster", "create", "eks", "-f", dryFile, "--kubeconfig", kc); err != nil {
+		t.Errorf("create -f of the --dry-run output: %v\n%s%s", err, out, errOut)
+	}
+	if _, _, err := drover(t.Context(), append([]string{"cluster", "create", "eks", "--name", "dry2", "--dry-run=server", "--kubeconfig", kc, "-n", ns}, eksFlags...)...); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--dry-run=server") {
+		t.Errorf("--dry-run=server: %v, want a usage error", err)
+	}
 	// AKS from flags alone: the DNS prefix defaults to the cluster name, one system pool.
 	if out, errOut, err := drover(t.Context(), "cluster", "create", "aks", "--name", "pay", "--resource-group", "rg", "--location", "westeurope",
 		"--credential", "azure", "--kubernetes-version", "1.33", "--kubeconfig", kc, "-n", ns); err != nil {
@@ -195,7 +215,7 @@ func TestClusterCreateFromFileAndDelete(t *testing.T) {
 		ptr.Deref(cl.Spec.AKSConfig.DNSPrefix, "") != "pay" || len(cl.Spec.AKSConfig.NodePools) != 1 || ptr.Deref(cl.Spec.AKSConfig.NodePools[0].Count, 0) != 1 {
 		t.Errorf("created AKS Cluster: %v %+v", err, cl.Spec.AKSConfig)
 	}
-	out, _, err := drover(t.Context(), "cluster", "delete", "from-file", "--wait", "--timeout", "20s", "--kubeconfig", kc, "-n", ns)
+	out, _, err = drover(t.Context(), "cluster", "delete", "from-file", "--wait", "--timeout", "20s", "--kubeconfig", kc, "-n", ns)
 	if err != nil || !strings.Contains(out, "cluster "+ns+"/from-file: deleted") {
 		t.Fatalf("delete --wait: %v\n%s", err, out)
 	}
