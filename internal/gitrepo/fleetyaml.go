@@ -79,20 +79,22 @@ func (r *fleetReport) String() string {
 
 // fleetConfig is the part of Fleet's fleet.yaml drover reads. Keys outside it are reported.
 type fleetConfig struct {
-	Name                 string                           `json:"name,omitempty"`
-	Labels               map[string]string                `json:"labels,omitempty"`
-	DefaultNamespace     string                           `json:"defaultNamespace,omitempty"`
-	Namespace            string                           `json:"namespace,omitempty"`
-	KeepResources        bool                             `json:"keepResources,omitempty"`
-	CorrectDrift         *fleetCorrectDrift               `json:"correctDrift,omitempty"`
-	Helm                 *fleetHelm                       `json:"helm,omitempty"`
-	Kustomize            *KustomizeConfig                 `json:"kustomize,omitempty"`
-	TargetCustomizations []fleetTarget                    `json:"targetCustomizations,omitempty"`
-	DependsOn            []fleetv1alpha1.BundleDependency `json:"dependsOn,omitempty"`
-	Diff                 *fleetDiff                       `json:"diff,omitempty"`
-	Paused               bool                             `json:"paused,omitempty"`
-	RolloutStrategy      *fleetRollout                    `json:"rolloutStrategy,omitempty"`
-	OverrideTargets      []fleetGitTarget                 `json:"overrideTargets,omitempty"`
+	Name                 string             `json:"name,omitempty"`
+	Labels               map[string]string  `json:"labels,omitempty"`
+	DefaultNamespace     string             `json:"defaultNamespace,omitempty"`
+	Namespace            string             `json:"namespace,omitempty"`
+	KeepResources        bool               `json:"keepResources,omitempty"`
+	CorrectDrift         *fleetCorrectDrift `json:"correctDrift,omitempty"`
+	Helm                 *fleetHelm         `json:"helm,omitempty"`
+	Kustomize            *KustomizeConfig   `json:"kustomize,omitempty"`
+	TargetCustomizations []fleetTarget      `json:"targetCustomizations,omitempty"`
+	// Targets is Fleet's older name of targetCustomizations: Fleet reads its entries first.
+	Targets         []fleetTarget                    `json:"targets,omitempty"`
+	DependsOn       []fleetv1alpha1.BundleDependency `json:"dependsOn,omitempty"`
+	Diff            *fleetDiff                       `json:"diff,omitempty"`
+	Paused          bool                             `json:"paused,omitempty"`
+	RolloutStrategy *fleetRollout                    `json:"rolloutStrategy,omitempty"`
+	OverrideTargets []fleetGitTarget                 `json:"overrideTargets,omitempty"`
 }
 
 // fleetHelm is fleet.yaml's helm: drover.yaml's keys, and disablePreProcess.
@@ -145,8 +147,48 @@ type fleetTarget struct {
 	DoNotDeploy          bool                  `json:"doNotDeploy,omitempty"`
 	DefaultNamespace     string                `json:"defaultNamespace,omitempty"`
 	Namespace            string                `json:"namespace,omitempty"`
-	Helm                 *TargetHelm           `json:"helm,omitempty"`
+	Helm                 *fleetTargetHelm      `json:"helm,omitempty"`
 	Kustomize            *KustomizeConfig      `json:"kustomize,omitempty"`
+	YAML                 *fleetYAML            `json:"yaml,omitempty"`
+	// Overlays is the older place of yaml.overlays.
+	Overlays []string `json:"overlays,omitempty"`
+}
+
+// fleetTargetHelm is a customization's helm: drover's keys, and a chart of its own, which
+// drover does not support (its clusters get nothing rather than the path's chart).
+type fleetTargetHelm struct {
+	Values      map[string]any `json:"values,omitempty"`
+	ValuesFiles []string       `json:"valuesFiles,omitempty"`
+	Chart       string         `json:"chart,omitempty"`
+	Repo        string         `json:"repo,omitempty"`
+	Version     string         `json:"version,omitempty"`
+}
+
+// fleetYAML is a customization's yaml: the overlays (overlays/NAME of the path) Fleet applies
+// to the clusters it matches, which drover does not support.
+type fleetYAML struct {
+	Overlays []string `json:"overlays,omitempty"`
+}
+
+// notDeployable names what of a customization drover cannot give its clusters (an overlay, a
+// chart, repository or version of its own): deploying the path as it is there would give them
+// other content than Fleet does, so they get nothing. "" when there is nothing.
+func (t *fleetTarget) notDeployable() string {
+	var what []string
+	if t.YAML != nil && len(t.YAML.Overlays) > 0 || len(t.Overlays) > 0 {
+		what = append(what, "yaml.overlays")
+	}
+	if h := t.Helm; h != nil {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"helm.chart", h.Chart != ""}, {"helm.repo", h.Repo != ""}, {"helm.version", h.Version != ""}} {
+			if k.set {
+				what = append(what, k.key)
+			}
+		}
+	}
+	return strings.Join(what, ", ")
 }
 
 // groupKeys names the ClusterGroup keys an entry sets (drover has no ClusterGroups).
@@ -240,12 +282,31 @@ func parseFleetConfig(data []byte) (*Config, *fleetReport, error) {
 			c.DependsOn[i].Selector = fleetSelector(d.Selector)
 		}
 	}
+	// Fleet reads targets (the older name) before targetCustomizations, as one list.
+	type entry struct {
+		key string
+		t   fleetTarget
+	}
+	var entries []entry
+	for i, t := range f.Targets {
+		entries = append(entries, entry{fmt.Sprintf("targets[%d]", i), t})
+	}
 	for i, t := range f.TargetCustomizations {
-		key := fmt.Sprintf("targetCustomizations[%d]", i)
+		entries = append(entries, entry{fmt.Sprintf("targetCustomizations[%d]", i), t})
+	}
+	for i, e := range entries {
+		key, t := e.key, e.t
 		group := groupKeys(key, t.ClusterGroup, t.ClusterGroupSelector)
 		rep.unsupported = append(rep.unsupported, group...)
 		byCluster := t.ClusterName != "" || t.ClusterSelector != nil
+		what := t.notDeployable()
 		switch {
+		case what != "" && byCluster && !t.DoNotDeploy:
+			// Its clusters would get the path as it is, not what Fleet gives them: nothing.
+			errs = append(errs, validSelector(key+".clusterSelector", t.ClusterSelector))
+			ex.exclude = append(ex.exclude, fleetv1alpha1.BundleTarget{ClusterName: t.ClusterName, ClusterSelector: t.ClusterSelector})
+			rep.unsupported = append(rep.unsupported, key+" ("+what+" not supported by drover: the clusters it matches get nothing from this path)")
+			continue
 		case t.DoNotDeploy && byCluster:
 			// The clusters it matches get nothing: excluded from the Bundle. Stricter than
 			// Fleet's first match when an earlier customization matches them too.
@@ -275,14 +336,17 @@ func parseFleetConfig(data []byte) (*Config, *fleetReport, error) {
 			name = fmt.Sprintf("target-%d", i)
 		}
 		tc := TargetCustomization{Name: name, ClusterName: t.ClusterName, ClusterSelector: t.ClusterSelector,
-			DefaultNamespace: t.DefaultNamespace, Helm: t.Helm, Kustomize: t.Kustomize, namespace: t.Namespace, fleetKey: key}
+			DefaultNamespace: t.DefaultNamespace, Kustomize: t.Kustomize, namespace: t.Namespace, fleetKey: key}
+		if t.Helm != nil {
+			tc.Helm = &TargetHelm{Values: t.Helm.Values, ValuesFiles: t.Helm.ValuesFiles}
+		}
 		if t.Helm != nil && (f.Helm == nil || !f.Helm.DisablePreProcess) {
 			rep.differs = append(rep.differs, clusterValues(key+".helm.values", t.Helm.Values)...)
 		}
 		c.TargetCustomizations = append(c.TargetCustomizations, tc)
 	}
 	if len(ex.exclude) > maxTargets {
-		errs = append(errs, fmt.Errorf("targetCustomizations: %d with doNotDeploy, at most %d", len(ex.exclude), maxTargets))
+		errs = append(errs, fmt.Errorf("targetCustomizations: %d with doNotDeploy or content drover does not support, at most %d", len(ex.exclude), maxTargets))
 	}
 	if len(f.OverrideTargets) > 0 {
 		// They replace the GitRepo's targets for this path. An entry drover cannot match is left

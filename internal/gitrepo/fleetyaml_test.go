@@ -33,9 +33,11 @@ targetCustomizations:
 - name: prod
   clusterSelector: {matchLabels: {env: prod}}
   helm: {values: {color: red}}
-  yaml: {overlays: [prod]}
 - name: group-only
   clusterGroup: prod-group
+- name: overlaid
+  clusterSelector: {matchLabels: {env: edge}}
+  yaml: {overlays: [edge]}
 dependsOn:
 - name: database
 - selector: {matchLabels: {fleet.cattle.io/repo-name: r}}
@@ -127,8 +129,9 @@ imageScans: [{image: x}]
 		if !strings.Contains(w, "used with another meaning than Fleet's: paused (") {
 			t.Errorf("warning %q does not say paused differs from Fleet's", w)
 		}
-		for _, key := range []string{"apps/web/fleet.yaml: ", "helm.takeOwnership", "rolloutStrategy.partitions", "targetCustomizations[0].yaml.overlays",
+		for _, key := range []string{"apps/web/fleet.yaml: ", "helm.takeOwnership", "rolloutStrategy.partitions",
 			"targetCustomizations[1].clusterGroup", "targetCustomizations[1] (matches no cluster", "dependsOn[1].acceptedStates",
+			"targetCustomizations[2] (yaml.overlays not supported by drover: the clusters it matches get nothing",
 			"diff.comparePatches[0].operations[1]", "imageScans"} {
 			if !strings.Contains(w, key) {
 				t.Errorf("warning %q does not name %s", w, key)
@@ -358,7 +361,7 @@ func TestFleetYAMLKeysReported(t *testing.T) {
 		{"typo in a section", "helm:\n  takeOwnership: true\n  relaseName: x\nyaml: {overlay: [a]}\n", []string{"helm.takeOwnership"}, []string{"helm.relaseName", "yaml.overlay"}, nil},
 		{"Fleet's maps", "namespaceLabels: {team: a}\ncorrectDrift: {force: true}\n", []string{"namespaceLabels.team", "correctDrift.force"}, nil, nil},
 		{"typo in a customization", "targetCustomizations:\n- name: a\n  clusterName: c\n  yaml: {overlays: [x]}\n  clustrName: d\n",
-			[]string{"targetCustomizations[0].yaml.overlays"}, []string{"targetCustomizations[0].clustrName"}, nil},
+			[]string{"targetCustomizations[0] (yaml.overlays not supported"}, []string{"targetCustomizations[0].clustrName"}, nil},
 		{"templating", "helm:\n  values:\n    color: global.fleet.clusterLabels.env\n    host: \"${ .ClusterLabels.host }\"\n    plain: global\n", nil, nil, nil},
 		{"templating off", "helm:\n  disablePreProcess: true\n  values:\n    host: \"${ .ClusterValues.host }\"\n", nil, nil, nil},
 		{"ClusterValues", "helm:\n  values:\n    host: \"${ .ClusterValues.host }\"\n    plain: global\n", nil, nil, []string{"helm.values.host (.ClusterValues"}},
@@ -396,5 +399,68 @@ func TestFleetYAMLKeysReported(t *testing.T) {
 				t.Errorf("report %q does not call %s an unknown key", rep.String(), tc.typos[0])
 			}
 		})
+	}
+}
+
+// TestFleetYAMLNeverWider: Fleet's repositories deploy to no cluster drover cannot serve as
+// Fleet would (rancher/fleet-examples, as a migrating user points drover at them): targets
+// (Fleet's older name of targetCustomizations, read first) count; the overlays/ directory holds
+// customizations' overlays, not the path's manifests; a customization with overlays (either
+// key) or a chart version of its own gets nothing, and says so.
+func TestFleetYAMLNeverWider(t *testing.T) {
+	files := map[string]string{
+		"manifests/fleet.yaml": `namespace: example
+targets:
+- name: no-prod
+  clusterSelector: {matchLabels: {env: prod}}
+  doNotDeploy: true
+- name: dev
+  clusterSelector: {matchLabels: {env: dev}}
+  overlays: [noreplication]
+targetCustomizations:
+- name: test
+  clusterSelector: {matchLabels: {env: test}}
+  yaml: {overlays: [scale3]}
+`,
+		"manifests/cm.yaml": cm,
+		"manifests/overlays/noreplication/manifests/svc_patch.yaml": "spec:\n  selector: {role: master}\n",
+		"manifests/overlays/scale3/manifests/deployment_patch.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n",
+	}
+	chart := withFiles(chartFiles("proxy"), map[string]string{"proxy/fleet.yaml": `targetCustomizations:
+- name: newer
+  clusterSelector: {matchLabels: {env: test}}
+  helm: {version: 6.5.0}
+`})
+	for f, v := range chart {
+		files[f] = v
+	}
+	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"manifests", "proxy"}}}
+	out, err := render(t.Context(), testCheckout(files), gr)
+	if err != nil {
+		t.Fatalf("render: %v (the overlays/ directory must not be read as manifests)", err)
+	}
+	if len(out) != 2 {
+		t.Fatalf("%d Bundles, want 2", len(out))
+	}
+	excluded := func(r rendered) []string {
+		var sel []string
+		for _, e := range r.spec.Exclude {
+			sel = append(sel, metav1.FormatLabelSelector(e.ClusterSelector))
+		}
+		return sel
+	}
+	m, p := out[0], out[1]
+	if n := len(m.spec.Resources); n != 1 {
+		t.Errorf("manifests: %d resources, want the path's ConfigMap only (not the overlays' files)", n)
+	}
+	if got := excluded(m); !slices.Equal(got, []string{"env=prod", "env=dev", "env=test"}) {
+		t.Errorf("manifests excludes %v, want env=prod (targets doNotDeploy), env=dev (targets overlays), env=test (yaml.overlays)", got)
+	}
+	if len(m.warnings) != 1 || !strings.Contains(m.warnings[0], "targets[1] (yaml.overlays not supported by drover") ||
+		!strings.Contains(m.warnings[0], "targetCustomizations[0] (yaml.overlays not supported by drover") {
+		t.Errorf("manifests warnings %q", m.warnings)
+	}
+	if got := excluded(p); !slices.Equal(got, []string{"env=test"}) || len(p.warnings) != 1 || !strings.Contains(p.warnings[0], "targetCustomizations[0] (helm.version not supported by drover") {
+		t.Errorf("proxy excludes %v, warnings %q: want env=test, whose customization asks for another chart version", got, p.warnings)
 	}
 }

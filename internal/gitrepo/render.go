@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -229,6 +230,13 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 			warnings = append(warnings, fmt.Sprintf("%s: %s", fleetFile, rep.String()))
 		}
 	}
+	if cfg.fleet != nil {
+		// Fleet's overlays/NAME directories hold what customizations' yaml.overlays add or
+		// patch for their clusters, never the path's own manifests (drover does not apply
+		// overlays: a customization naming one gets nothing, see parseFleetConfig).
+		overlays := joinPath(p, "overlays")
+		manifests = slices.DeleteFunc(manifests, func(f string) bool { return under(f, overlays) })
+	}
 	// Files of the kustomization directories drover.yaml names are Kustomize's input, not
 	// manifests of the path.
 	if dirs := cfg.kustomizeDirs(p); len(dirs) > 0 {
@@ -286,10 +294,22 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 		if len(manifests) == 0 && len(cfg.TargetCustomizations) == 0 {
 			return nil, nil
 		}
+		defined := map[objectKey]string{} // where each object is defined
 		for _, f := range manifests {
 			docs, err := parseManifests(co.files[f])
 			if err != nil {
 				return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, f, err.Error())
+			}
+			for _, d := range docs {
+				k, err := keyOf(d)
+				if err != nil {
+					return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, f, err.Error())
+				}
+				if other, ok := defined[k]; ok {
+					// Applied twice, the later copy would win by file order: never what anyone meant.
+					return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s is defined in %s too: define each object once per path", p, f, k, other)
+				}
+				defined[k] = f
 			}
 			resources = append(resources, docs...)
 		}
@@ -498,6 +518,33 @@ func parseManifests(data []byte) ([]runtime.RawExtension, error) {
 		}
 		out = append(out, runtime.RawExtension{Raw: b})
 	}
+}
+
+// objectKey identifies an object in a path's manifests: its group, kind, namespace as written
+// and name.
+type objectKey struct{ group, kind, namespace, name string }
+
+func (k objectKey) String() string {
+	kind := k.kind
+	if k.group != "" {
+		kind += "." + k.group
+	}
+	if k.namespace != "" {
+		return kind + " " + k.namespace + "/" + k.name
+	}
+	return kind + " " + k.name
+}
+
+func keyOf(raw runtime.RawExtension) (objectKey, error) {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw.Raw); err != nil {
+		return objectKey{}, err
+	}
+	gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
+	if err != nil {
+		return objectKey{}, err
+	}
+	return objectKey{gv.Group, u.GetKind(), u.GetNamespace(), u.GetName()}, nil
 }
 
 var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)

@@ -70,11 +70,11 @@ const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
 
 func TestRender(t *testing.T) {
 	co := testCheckout(map[string]string{
-		"apps/a/cm.yaml":         cm + "---\n" + cm + "---\n",
+		"apps/a/cm.yaml":         cm + "---\n" + strings.Replace(cm, "name: x", "name: x2", 1) + "---\n",
 		"apps/a/sub/cm.json":     `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y"}}`,
 		"apps/a/.hidden/cm.yaml": "not: a manifest",
 		"apps/b/drover.yaml":     "defaultNamespace: bee\ncorrectDrift: true\n",
-		"apps/b/x.yml":           cm,
+		"apps/b/x.yml":           strings.Replace(cm, "name: x", "name: b", 1),
 		"apps/c/drover.yaml":     "defaultNamespace: only-settings\n",
 		"top.yaml":               cm,
 	})
@@ -129,6 +129,7 @@ func TestRenderErrorsNameTheFile(t *testing.T) {
 	}{
 		{"bad YAML", map[string]string{"app/bad.yaml": "kind: [x\n"}, []string{"path app", "app/bad.yaml", "document 1"}},
 		{"no kind", map[string]string{"app/cm.yaml": cm + "---\napiVersion: v1\nmetadata: {name: y}\n"}, []string{"app/cm.yaml", "document 2", "kind"}},
+		{"an object defined twice", map[string]string{"app/a.yaml": cm, "app/b.yaml": cm}, []string{"path app", "app/b.yaml", "ConfigMap x is defined in app/a.yaml too"}},
 		{"unknown drover.yaml key", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "defaultNamespce: x\n"}, []string{"app/drover.yaml", `"defaultNamespce"`}},
 		{"invalid defaultNamespace", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "defaultNamespace: Not_A_Name\n"}, []string{"app/drover.yaml", "defaultNamespace", "Not_A_Name"}},
 		{"wrong type", map[string]string{"app/cm.yaml": cm, "app/drover.yaml": "correctDrift: [yes]\n"}, []string{"app/drover.yaml", "key correctDrift: want true or false, got an array"}},

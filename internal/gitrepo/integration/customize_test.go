@@ -291,7 +291,7 @@ func TestGitRepoTargetCustomizations(t *testing.T) {
 			"apps/fleet.yaml": "", // an empty fleet.yaml: a Bundle with Fleet's defaults
 			"apps/ns.yaml":    namespaceYAML("fleet-dev") + "---\n" + namespaceYAML("fleet-prod"),
 			"apps/web/fleet.yaml": "defaultNamespace: fleet-dev\n" +
-				"targetCustomizations:\n- name: prod\n  clusterSelector: {matchLabels: {env: prod}}\n  namespace: fleet-prod\n  yaml: {overlays: [prod]}\n" +
+				"targetCustomizations:\n- name: prod\n  clusterSelector: {matchLabels: {env: prod}}\n  namespace: fleet-prod\n  helm: {takeOwnership: true}\n" +
 				"rolloutStrategy:\n  partitions: [{name: canary, clusterName: plain}]\n" +
 				"dependsOn:\n- name: tc-fleet-apps\n",
 			"apps/web/cm.yaml": configMapYAML("", "web", "fleet"),
@@ -314,7 +314,7 @@ func TestGitRepoTargetCustomizations(t *testing.T) {
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != fleetv1alpha1.ReasonUnsupportedFleetKeys {
 			t.Fatalf("ConfigSupported condition %+v, want False/UnsupportedFleetKeys", c)
 		}
-		for _, part := range []string{"path apps/web", "apps/web/fleet.yaml", "rolloutStrategy.partitions", "targetCustomizations[0].yaml.overlays"} {
+		for _, part := range []string{"path apps/web", "apps/web/fleet.yaml", "rolloutStrategy.partitions", "targetCustomizations[0].helm.takeOwnership"} {
 			if !strings.Contains(c.Message, part) {
 				t.Errorf("ConfigSupported message %q does not name %s", c.Message, part)
 			}
