@@ -1,9 +1,13 @@
 package gitrepo
 
 import (
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -242,7 +246,12 @@ func parseFleetConfig(data []byte) (*Config, *fleetReport, error) {
 	}
 	var f fleetConfig
 	if err := yaml.Unmarshal(data, &f); err != nil {
-		return nil, nil, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "error unmarshaling JSON: "), "while decoding JSON: "))
+		if m, ok := raw.(map[string]any); ok {
+			if _, old := m["overrideTargets"].(bool); old {
+				return nil, nil, errors.New("key overrideTargets: want a list of targets (clusterName, clusterSelector), as Fleet reads it now, got true (an older Fleet's form, with the targets under targets)")
+			}
+		}
+		return nil, nil, decodeError(err)
 	}
 	ex := &fleetExtras{namespace: f.Namespace, name: f.Name, paused: f.Paused}
 	c := &Config{
@@ -549,18 +558,21 @@ func withFleetDirs(co *checkout, paths []string) []string {
 }
 
 // mapFleetDependencies maps the dependsOn names of the Bundles read from fleet.yaml files that
-// name another path of the same GitRepo by its fleet.yaml name to that path's Bundle name.
-// Fleet's default bundle names (the GitRepo's name, "-", the path with "/" as "-") are drover's
-// Bundle names already (up to 53 characters, where Fleet starts shortening names).
-func mapFleetDependencies(out []rendered) {
+// name another path of the same GitRepo, by its fleet.yaml name or by the name Fleet gives its
+// Bundle, to that path's Bundle name. Fleet's default names ("<gitrepo>-<path>") are drover's up
+// to 53 characters; longer ones Fleet shortens with a hash (fleetBundleNames), which fleet.yaml
+// files then name.
+func mapFleetDependencies(repo string, out []rendered) {
 	byFleetName := map[string]string{}
 	for _, r := range out {
-		if r.fleetName != "" {
-			byFleetName[r.fleetName] = r.name
+		for _, n := range fleetBundleNames(repo, r.path) {
+			byFleetName[n] = r.name
 		}
 	}
-	if len(byFleetName) == 0 {
-		return
+	for _, r := range out {
+		if r.fleetName != "" {
+			byFleetName[r.fleetName] = r.name // an explicit name wins
+		}
 	}
 	for i := range out {
 		for j, d := range out[i].spec.DependsOn {
@@ -569,4 +581,39 @@ func mapFleetDependencies(out []rendered) {
 			}
 		}
 	}
+}
+
+var (
+	fleetDisallowed = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
+	fleetMultiDash  = regexp.MustCompile(`-+`)
+	fleetValidName  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+)
+
+// fleetBundleNames are the names Fleet gives the Bundle of path p of GitRepo repo (its
+// name.HelmReleaseName of "<repo>-<path>": cleaned up, and past Helm's 53 characters cut with a
+// hash), with the hash of today's Fleet (SHA-256) and of older ones (MD5).
+func fleetBundleNames(repo, p string) []string {
+	str := repo
+	if p = cleanPath(p); p != "." {
+		str = repo + "-" + p
+	}
+	var out []string
+	for _, hash := range []func(string) string{
+		func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) },
+		func(s string) string { h := md5.Sum([]byte(s)); return hex.EncodeToString(h[:]) }, //nolint:gosec // Fleet's name, not security
+	} {
+		s := strings.ReplaceAll(str, "/", "-")
+		if s != strings.ToLower(s) || fleetDisallowed.MatchString(s) {
+			s += "-" + hash(s)[:8]
+		}
+		s = strings.Trim(fleetMultiDash.ReplaceAllString(fleetDisallowed.ReplaceAllLiteralString(strings.ToLower(s), "-"), "-"), "-")
+		switch {
+		case !fleetValidName.MatchString(s):
+			s = hash(str)[:24]
+		case len(s) > 53:
+			s = s[:47] + "-" + hash(s)[:5]
+		}
+		out = append(out, s)
+	}
+	return out
 }

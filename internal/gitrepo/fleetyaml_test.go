@@ -464,3 +464,44 @@ targetCustomizations:
 		t.Errorf("proxy excludes %v, warnings %q: want env=test, whose customization asks for another chart version", got, p.warnings)
 	}
 }
+
+// TestFleetYAMLTypeErrors: a value of the wrong type names the key in YAML's terms, and
+// overrideTargets: true (an older Fleet's form) says what it is now.
+func TestFleetYAMLTypeErrors(t *testing.T) {
+	for _, tc := range []struct{ name, fleet, want string }{
+		{"overrideTargets true", "overrideTargets: true\ntargets: [{clusterName: a}]\n", "key overrideTargets: want a list of targets"},
+		{"a list for a string", "defaultNamespace: [a]\n", "key defaultNamespace: want a string, got an array"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := parseFleetConfig([]byte(tc.fleet))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "Go struct") {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestFleetDependsOnShortenedNames: a fleet.yaml depending on another path's Bundle by the name
+// Fleet gives it (shortened with a hash past 53 characters, as rancher/fleet-examples'
+// helm-multi-chart does) depends on that path's drover Bundle.
+func TestFleetDependsOnShortenedNames(t *testing.T) {
+	const crd = "single-cluster/helm-multi-chart/rancher-monitoring-crd"
+	if got := fleetBundleNames("helm", crd); !slices.Contains(got, "helm-single-cluster-helm-multi-chart-rancher-mo-1cc89") {
+		t.Fatalf("Fleet's names %v, want Fleet's helm-single-cluster-helm-multi-chart-rancher-mo-1cc89", got)
+	}
+	files := map[string]string{
+		crd + "/fleet.yaml": "defaultNamespace: x\n",
+		crd + "/cm.yaml":    cm,
+		"single-cluster/helm-multi-chart/rancher-monitoring/fleet.yaml": "defaultNamespace: x\ndependsOn:\n- name: helm-single-cluster-helm-multi-chart-rancher-mo-1cc89\n",
+		"single-cluster/helm-multi-chart/rancher-monitoring/cm.yaml":    strings.Replace(cm, "name: x", "name: mon", 1),
+	}
+	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "helm"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"single-cluster/helm-multi-chart"}}}
+	out, err := render(t.Context(), testCheckout(files), gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sorted by path: rancher-monitoring, then rancher-monitoring-crd.
+	if len(out) != 2 || out[1].name != BundleName("helm", crd) || len(out[0].spec.DependsOn) != 1 || out[0].spec.DependsOn[0].Name != out[1].name {
+		t.Fatalf("Bundles %+v: want %s to depend on %s", out, out[0].name, BundleName("helm", crd))
+	}
+}

@@ -181,7 +181,7 @@ func render(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo) ([]ren
 		names[r.name] = p
 		out = append(out, *r)
 	}
-	mapFleetDependencies(out)
+	mapFleetDependencies(gr.Name, out)
 	return out, nil
 }
 
@@ -359,20 +359,26 @@ func parseConfig(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("unknown key %s", strings.Join(quoteAll(unknown), ", "))
 	}
 	if err := yaml.UnmarshalStrict(data, c); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			got := "a " + te.Value
-			if strings.ContainsAny(te.Value[:min(1, len(te.Value))], "aeiou") {
-				got = "an " + te.Value
-			}
-			return nil, fmt.Errorf("key %s: want %s, got %s", te.Field, kindOf(te.Type), got)
-		}
-		return nil, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "error unmarshaling JSON: "), "while decoding JSON: "))
+		return nil, decodeError(err)
 	}
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// decodeError says which key of a settings file has a value of the wrong type, in YAML's terms
+// ("key correctDrift: want true or false, got an array"), not Go's.
+func decodeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		got := "a " + te.Value
+		if strings.ContainsAny(te.Value[:min(1, len(te.Value))], "aeiou") {
+			got = "an " + te.Value
+		}
+		return fmt.Errorf("key %s: want %s, got %s", te.Field, kindOf(te.Type), got)
+	}
+	return errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "error unmarshaling JSON: "), "while decoding JSON: "))
 }
 
 // kindOf says what a value of t is written as in YAML, for errors.
