@@ -1,7 +1,7 @@
 package gitrepo
 
 import (
-	"crypto/md5"
+	"crypto/md5" //nolint:gosec // Fleet's Bundle names, not security
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
