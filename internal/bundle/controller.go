@@ -130,14 +130,14 @@ func bundleKey(o client.Object) string {
 	return l[BundleNamespaceLabel] + "/" + l[BundleNameLabel]
 }
 
-// clusterTargetingChanged passes the Cluster events that can change which Bundles target it:
-// not heartbeats.
+// clusterTargetingChanged passes the Cluster events that can change which Bundles target it or
+// what it may be given (its agent's features): not heartbeats.
 var clusterTargetingChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*fleetv1alpha1.Cluster), e.ObjectNew.(*fleetv1alpha1.Cluster)
 		return !labels.Equals(o.Labels, n.Labels) || o.Status.Namespace != n.Status.Namespace ||
 			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || o.UID != n.UID ||
-			Disconnected(o) != Disconnected(n)
+			Disconnected(o) != Disconnected(n) || !slices.Equal(o.Status.Agent.Features, n.Status.Agent.Features)
 	},
 }
 
@@ -339,8 +339,8 @@ type pass struct {
 	custom   []fleetv1alpha1.CustomizationStatus
 	heldDeps map[string]string // cluster namespace → why a dependency holds it
 	// heldTemplate: cluster namespace → why the Helm values template does not render for it;
-	// such a cluster keeps what it runs.
-	heldTemplate map[string]string
+	// heldAgent: why its agent cannot be given this version. Such a cluster keeps what it runs.
+	heldTemplate, heldAgent map[string]string
 
 	// plan
 	create, update, remove, outdated []*fleetv1alpha1.BundleDeployment
@@ -388,12 +388,18 @@ func (p *pass) target(ctx context.Context) error {
 	}
 	// What each targeted cluster gets: the Bundle's own version, or its first matching target
 	// customization's.
-	if p.wants, p.custom, p.heldTemplate, err = p.r.wanted(ctx, p.b, p.def, p.targeted); err != nil {
+	if p.wants, p.custom, p.heldTemplate, p.heldAgent, err = p.r.wanted(ctx, p.b, p.def, p.targeted); err != nil {
 		return err
 	}
 	// Clusters on which a dependency is not ready get no new BundleDeployment and no update.
 	p.heldDeps, err = p.r.heldByDependencies(ctx, p.b, p.targeted)
 	return err
+}
+
+// isHeld tells whether the cluster of namespace ns keeps what it runs: a dependency, its values
+// template or its agent holds it.
+func (p *pass) isHeld(ns string) bool {
+	return p.heldDeps[ns] != "" || p.heldTemplate[ns] != "" || p.heldAgent[ns] != ""
 }
 
 // plan decides the creates, the deletes and, within the rollout's budget, the updates.
@@ -430,13 +436,13 @@ func (p *pass) plan() error {
 			unavailable++
 		}
 		stale := p.r.pending.stale(bd) // updated by an earlier pass, which the cache does not show yet
-		if !current && p.heldDeps[bd.Namespace] == "" && p.heldTemplate[bd.Namespace] == "" && !stale {
+		if !current && !p.isHeld(bd.Namespace) && !stale {
 			p.outdated = append(p.outdated, bd)
 		}
 	}
 	for ns, c := range p.targeted {
 		// Created by an earlier pass, which the cache does not show yet: not created again.
-		if !p.r.pending.creating(ns, b.Name, p.have[ns]) && !p.have[ns] && p.heldDeps[ns] == "" && p.heldTemplate[ns] == "" {
+		if !p.r.pending.creating(ns, b.Name, p.have[ns]) && !p.have[ns] && !p.isHeld(ns) {
 			w := p.wants[ns]
 			l := bdLabels(b, c)
 			if w.name != "" {
@@ -550,6 +556,7 @@ func (p *pass) writeStatus(ctx context.Context) error {
 	}
 	holdStatus(b, p.heldDeps, p.targeted, p.have)
 	templateStatus(b, p.heldTemplate, p.targeted, p.have)
+	agentStatus(b, p.heldAgent, p.targeted, p.have)
 	b.Status.Contents = []string{p.def.spec.Content.Name}
 	for _, c := range p.custom {
 		if !slices.Contains(b.Status.Contents, c.Content) {
@@ -638,30 +645,31 @@ func (r *Reconciler) variant(ctx context.Context, b *fleetv1alpha1.Bundle, tc *f
 // wanted returns, by cluster namespace, what each targeted cluster gets: def, or the version
 // of the first target customization it matches (whose content is stored once, however many
 // clusters use it), with the Helm values rendered for it when they are a template; the status
-// of the customizations in use, in spec order; and the clusters whose values do not render
-// (they keep what they run).
-func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *want, targeted map[string]*fleetv1alpha1.Cluster) (map[string]*want, []fleetv1alpha1.CustomizationStatus, map[string]string, error) {
-	out := make(map[string]*want, len(targeted))
+// of the customizations in use, in spec order; the clusters whose values do not render, and
+// those whose agent would install the template itself (both keep what they run), with why.
+func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *want, targeted map[string]*fleetv1alpha1.Cluster) (
+	out map[string]*want, status []fleetv1alpha1.CustomizationStatus, failed, oldAgent map[string]string, err error) {
+	out = make(map[string]*want, len(targeted))
 	templated := b.Spec.Helm != nil && b.Spec.Helm.TemplateValues
 	if len(b.Spec.TargetCustomizations) == 0 && !templated {
 		for ns := range targeted {
 			out[ns] = def
 		}
-		return out, nil, nil, nil
+		return out, nil, nil, nil, nil
 	}
 	byName := map[string]*want{}
 	count := map[string]int{}
-	failed := map[string]string{}
+	failed, oldAgent = map[string]string{}, map[string]string{}
 	for ns, c := range targeted {
 		tc, err := Customization(b, c)
 		if err != nil {
-			return nil, nil, nil, reconcile.TerminalError(err)
+			return nil, nil, nil, nil, reconcile.TerminalError(err)
 		}
 		w := def
 		if tc != nil {
 			if w = byName[tc.Name]; w == nil {
 				if w, err = r.variant(ctx, b, tc); err != nil {
-					return nil, nil, nil, err
+					return nil, nil, nil, nil, err
 				}
 				byName[tc.Name] = w
 			}
@@ -669,6 +677,10 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 		}
 		out[ns] = w
 		if !templated {
+			continue
+		}
+		if why := lacksFeature(c, fleetv1alpha1.AgentFeatureHelmValues); why != "" {
+			oldAgent[ns] = why
 			continue
 		}
 		_, _, _, values, err := ClusterVariant(&b.Spec, tc, c)
@@ -683,14 +695,28 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 		own.spec.DeploymentID = templatedID(w.spec.DeploymentID, values)
 		out[ns] = own
 	}
-	var status []fleetv1alpha1.CustomizationStatus
 	for _, tc := range b.Spec.TargetCustomizations {
 		if w := byName[tc.Name]; w != nil {
 			status = append(status, fleetv1alpha1.CustomizationStatus{Name: tc.Name, Content: w.spec.Content.Name,
 				DeploymentID: w.spec.DeploymentID, Clusters: count[tc.Name]})
 		}
 	}
-	return out, status, failed, nil
+	return out, status, failed, oldAgent, nil
+}
+
+// lacksFeature says why c's agent cannot be given a BundleDeployment that needs feature ("":
+// it reports the feature).
+func lacksFeature(c *fleetv1alpha1.Cluster, feature string) string {
+	a := c.Status.Agent
+	switch {
+	case slices.Contains(a.Features, feature):
+		return ""
+	case a.LastSeen == nil:
+		return "waiting for the agent to check in and report that it renders values templates"
+	case a.Version != "":
+		return fmt.Sprintf("its agent (%s) is older than values templates and would install the template itself; upgrade the agent", a.Version)
+	}
+	return "its agent is older than values templates and would install the template itself; upgrade the agent"
 }
 
 // failedAt counts the BundleDeployments that failed to apply the deployment ID they should

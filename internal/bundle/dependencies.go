@@ -201,6 +201,12 @@ func templateStatus(b *fleetv1alpha1.Bundle, failed map[string]string, targeted 
 		"The Helm values template (spec.helm.templateValues) does not render for %d clusters, which keep what they run: %s")
 }
 
+// agentStatus reports the clusters held because their agent lacks a feature the Bundle needs.
+func agentStatus(b *fleetv1alpha1.Bundle, old map[string]string, targeted map[string]*fleetv1alpha1.Cluster, have map[string]bool) {
+	reportHeld(b, old, targeted, have, fleetv1alpha1.ReasonAgentUpgradeRequired, fleetv1alpha1.ReasonAgentUpgradeRequired, "",
+		"%d clusters keep what they run until their agent is upgraded (drover's agent Bundle upgrades it unless the Cluster pins spec.agentImage): %s")
+}
+
 // reportHeld counts the held clusters without a BundleDeployment as pending (state, message
 // prefix+why) and sets Ready=False with reason, the message format's count and its
 // "why on clusters" list, unless a halted rollout is the news.

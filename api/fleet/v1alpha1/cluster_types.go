@@ -74,6 +74,11 @@ type AgentRBAC struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 }
 
+// AgentFeatureHelmValues: the agent installs a BundleDeployment's spec.options.helmValues (Helm
+// values rendered for its cluster from a values template) as its release's values. An agent
+// without it would install the template itself.
+const AgentFeatureHelmValues = "helmValues"
+
 // AgentStatus is what the agent reports.
 type AgentStatus struct {
 	// LastSeen is the agent's last heartbeat.
@@ -89,6 +94,15 @@ type AgentStatus struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._+-]*$`
 	// +optional
 	Version string `json:"version,omitempty"`
+	// Features are what the agent can do beyond the first agents (AgentFeature* constants), as
+	// it reports them with each heartbeat: drover sends a BundleDeployment that needs one only
+	// to an agent that reports it, so an older agent never applies what it would misread.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z][A-Za-z0-9]*$`
+	// +listType=set
+	// +optional
+	Features []string `json:"features,omitempty"`
 	// DownstreamError is why the agent could not reach its own cluster's API server when it
 	// last checked in (empty: it answered). An agent can keep checking in while its cluster's
 	// control plane is down; nothing it applies gets there then.

@@ -160,6 +160,10 @@ const (
 	// templateValues) does not render for some clusters, which keep what they run; the message
 	// names the clusters and the error.
 	ReasonTemplateFailed = "TemplateFailed"
+	// ReasonAgentUpgradeRequired (Bundle Ready=False): the Bundle needs an agent feature
+	// (AgentFeatureHelmValues for templated Helm values) that some clusters' agents do not
+	// report; they keep what they run until their agent is upgraded. The message names them.
+	ReasonAgentUpgradeRequired = "AgentUpgradeRequired"
 	// ConditionConfigSupported (GitRepo): every key of the rendered paths' settings files is
 	// used. False (reason UnsupportedFleetKeys) names, per path and file, the fleet.yaml keys
 	// drover does not support, which were not used; the rest is deployed.

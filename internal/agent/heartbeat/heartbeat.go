@@ -1,5 +1,5 @@
 // Package heartbeat checks the agent in: it patches Cluster.status.agent (lastSeen, and the
-// agent's namespace and version) with the request identity, which may patch its own Cluster's
+// agent's namespace, version and features) with the request identity, which may patch its own Cluster's
 // status and nothing more.
 package heartbeat
 
@@ -20,10 +20,13 @@ import (
 	"github.com/droverhq/drover/internal/version"
 )
 
+// Features are what this agent reports it can do (fleetv1alpha1.AgentFeature*).
+var Features = []string{fleetv1alpha1.AgentFeatureHelmValues}
+
 // Beat patches the Cluster's agent status once; downstreamErr is why the agent's own cluster's
 // API server did not answer ("": it did).
 func Beat(ctx context.Context, c client.Client, workspace, cluster, agentNamespace, downstreamErr string, now time.Time) error {
-	agent := map[string]any{"lastSeen": ptrTime(now), "namespace": agentNamespace, "downstreamError": nil}
+	agent := map[string]any{"lastSeen": ptrTime(now), "namespace": agentNamespace, "downstreamError": nil, "features": Features}
 	if v := reportedVersion(version.Get().Version); v != "" {
 		agent["version"] = v
 	}

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,9 +14,11 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/cli"
 	"helm.sh/helm/v4/pkg/release"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -190,6 +193,95 @@ func TestHelmBundle(t *testing.T) {
 		}
 		if got != nil {
 			return fmt.Errorf("release still listed after the Bundle was deleted: %v", got)
+		}
+		return nil
+	})
+}
+
+// TestTemplatedValuesWaitForTheAgent: a Bundle with templated Helm values reaches an agent only
+// when the agent reports that it renders them (status.agent.features). A cluster whose agent is
+// older (it would install "${ .ClusterName }" literally) keeps what it runs, and the Bundle says
+// which clusters wait and why; once its agent reports the feature, the cluster gets its values.
+// The suite's real agent reports it with its heartbeat, so its cluster is deployed at once.
+func TestTemplatedValuesWaitForTheAgent(t *testing.T) {
+	ctx := t.Context()
+	const ns, oldName = "tpl-agent", "old-agent"
+	old := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: oldName}}
+	if err := mgmt.Client.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), old) })
+	eventually(t, 30*time.Second, func() error {
+		if getCluster(t, oldName).Status.Namespace == "" {
+			return errors.New("no cluster namespace yet")
+		}
+		return nil
+	})
+	// What an agent older than the feature reports: a heartbeat with its version only.
+	beat := func(extra string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"status":{"agent":{"lastSeen":%q,"version":"v0.1.0"%s}}}`, time.Now().UTC().Format(time.RFC3339), extra)
+		if err := mgmt.Client.Status().Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beat("")
+
+	chart, err := helmchart.Package(map[string][]byte{
+		"Chart.yaml":        []byte("apiVersion: v2\nname: settings\nversion: 1.0.0\n"),
+		"templates/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cfg\ndata:\n  value: {{ .Values.value | quote }}\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "tpl-agent"},
+		Spec: fleetv1alpha1.BundleSpec{DefaultNamespace: ns,
+			Helm: &fleetv1alpha1.BundleHelm{Chart: chart, TemplateValues: true,
+				Values: &runtime.RawExtension{Raw: []byte(`{"value":"${ .ClusterName }"}`)}},
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: plainName}, {ClusterName: oldName}}}}
+	if err := mgmt.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), b) })
+
+	waitBundle(t, b, 60*time.Second, func(got *fleetv1alpha1.Bundle) error {
+		c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != fleetv1alpha1.ReasonAgentUpgradeRequired || c.ObservedGeneration != got.Generation ||
+			!strings.Contains(c.Message, "cluster "+oldName) || !strings.Contains(c.Message, "(v0.1.0)") || strings.Contains(c.Message, plainName) {
+			return fmt.Errorf("Ready %+v, want False/AgentUpgradeRequired naming %s and its agent's version only", c, oldName)
+		}
+		if s := got.Status.Summary; s.Pending != 1 || len(s.NonReadyClusters) != 1 || s.NonReadyClusters[0].Name != oldName ||
+			s.NonReadyClusters[0].State != fleetv1alpha1.ReasonAgentUpgradeRequired {
+			return fmt.Errorf("summary %+v, want %s pending for its agent", s, oldName)
+		}
+		return nil
+	})
+	// The current agent got its own values and installed them.
+	eventually(t, 60*time.Second, func() error {
+		cm, err := plain.Clientset.CoreV1().ConfigMaps(ns).Get(ctx, b.Name+"-cfg", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cm.Data["value"] != plainName {
+			return fmt.Errorf("value %q on %s, want the rendered %q", cm.Data["value"], plainName, plainName)
+		}
+		return nil
+	})
+	if _, err := bundleDeployment(t, oldName, b.Name); !apierrors.IsNotFound(err) {
+		t.Fatalf("the old agent's cluster got a BundleDeployment it would install literally (err %v)", err)
+	}
+
+	// Upgraded: its agent reports the feature; the cluster gets its own rendered values.
+	beat(`,"features":["` + fleetv1alpha1.AgentFeatureHelmValues + `"]`)
+	waitBundleDeployment(t, oldName, b.Name, 30*time.Second, func(bd *fleetv1alpha1.BundleDeployment) error {
+		if v := bd.Spec.Options.HelmValues; v == nil || string(v.Raw) != `{"value":"`+oldName+`"}` {
+			return fmt.Errorf("helmValues %v, want rendered for %s", v, oldName)
+		}
+		return nil
+	})
+	waitBundle(t, b, 30*time.Second, func(got *fleetv1alpha1.Bundle) error {
+		if c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionReady); c != nil && c.Reason == fleetv1alpha1.ReasonAgentUpgradeRequired {
+			return fmt.Errorf("Ready %+v still waits for the agent", c)
 		}
 		return nil
 	})

@@ -213,7 +213,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 		})).
 		Named("hosted-join").
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
+		// The hosted controller's backoff (1 s to 5 min): controller-runtime's default retries a
+		// failing provider call after 5 ms, in bursts, and waits up to 16 min after an outage.
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers, RateLimiter: hosted.RateLimiter()}).
 		Complete(r)
 }
 
@@ -560,6 +562,15 @@ func (ps *pass) writeCredentials(ctx context.Context, now time.Time) (res reconc
 		ps.set(v1.ConditionJoined, false, v1.ReasonCredentialsUnavailable, fmt.Sprintf("%s: %s", fe.Field, fe.Message))
 		return reconcile.Result{RequeueAfter: r.RetryInterval}, false, nil
 	default:
+		if wait := hosted.RetryAfterOf(err); wait >= hosted.BackoffBase {
+			// The provider said when to come back: no call before then (an error would have
+			// the controller's backoff retry sooner).
+			log.Info("The provider is throttling; waiting for its Retry-After", "retryAfter", wait.String(), "error", err.Error())
+			ps.set(v1.ConditionJoined, false, v1.ReasonCredentialsUnavailable, fmt.Sprintf(
+				"The provider is throttling drover: drover waits for the provider's Retry-After of %s before asking it for credentials for the cluster's API again.",
+				wait.Round(time.Second)))
+			return reconcile.Result{RequeueAfter: wait}, false, nil
+		}
 		log.Info("Getting credentials for the cluster's API failed", "error", err)
 		msg := msgNoCredentials(err)
 		var pt *providerTimeout

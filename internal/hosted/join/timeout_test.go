@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,39 @@ func TestProviderCallsHaveADeadline(t *testing.T) {
 	}
 	if j := meta.FindStatusCondition(ps.fleet.Conditions, v1.ConditionJoined); j == nil || j.Reason != v1.ReasonCredentialsRejected {
 		t.Fatalf("Joined %+v; want CredentialsRejected", j)
+	}
+}
+
+// throttledProvider is a provider that answers every Access call with a throttle and a
+// Retry-After.
+type throttledProvider struct {
+	hangingProvider
+	retryAfter time.Duration
+}
+
+func (p throttledProvider) Access(context.Context, *v1.Cluster, *corev1.Secret, hosted.Transport) (*access.Credentials, error) {
+	return nil, hosted.Throttled(errors.New("TooManyRequestsException: Rate exceeded"), p.retryAfter)
+}
+
+// TestThrottledJoinWaitsForRetryAfter: a provider throttling the join's credential calls with a
+// Retry-After is not called again before it (no error, whose backoff would retry within
+// seconds), and the Joined condition says how long drover waits.
+func TestThrottledJoinWaitsForRetryAfter(t *testing.T) {
+	t.Parallel()
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cred"}}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret).Build()}
+	r.defaults()
+	ps := &pass{r: r, p: throttledProvider{retryAfter: 2 * time.Minute}, c: &v1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "shop"}}, fleet: &v1.FleetStatus{}}
+	res, done, err := ps.writeCredentials(t.Context(), time.Now())
+	if err != nil || done || res.RequeueAfter < 2*time.Minute {
+		t.Fatalf("writeCredentials: %+v, done %v, err %v; want no error and the next pass after the 2m Retry-After", res, done, err)
+	}
+	if j := meta.FindStatusCondition(ps.fleet.Conditions, v1.ConditionJoined); j == nil || j.Reason != v1.ReasonCredentialsUnavailable ||
+		!strings.Contains(j.Message, "Retry-After of 2m0s") {
+		t.Fatalf("Joined %+v; want CredentialsUnavailable naming the provider's Retry-After", j)
 	}
 }

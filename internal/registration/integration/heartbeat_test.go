@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -102,6 +103,10 @@ func TestHeartbeatWaitsForStatusRight(t *testing.T) {
 		// The beat says which agent runs there.
 		if v := got.Status.Agent.Version; v != version.Get().Version {
 			return fmt.Errorf("status.agent.version %q, want the agent's %q", v, version.Get().Version)
+		}
+		// And what it can do, through the agent identity's right and the CRD's validation.
+		if f := got.Status.Agent.Features; !slices.Contains(f, fleetv1alpha1.AgentFeatureHelmValues) {
+			return fmt.Errorf("status.agent.features %q, want %q reported", f, fleetv1alpha1.AgentFeatureHelmValues)
 		}
 		return nil
 	})
