@@ -74,7 +74,7 @@ type AgentRBAC struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 }
 
-// AgentFeatureHelmValues: the agent installs a BundleDeployment's spec.options.helmValues (Helm
+// AgentFeatureHelmValues means the agent installs a BundleDeployment's spec.options.helmValues (Helm
 // values rendered for its cluster from a values template) as its release's values. An agent
 // without it would install the template itself.
 const AgentFeatureHelmValues = "helmValues"
