@@ -191,7 +191,7 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 	rel := func(f string) string { return strings.TrimPrefix(f, p+"/") }
 	var cfg Config
 	var manifests, warnings []string
-	kustomization, cfgFile, fleetFile, chart := "", "", "", false
+	kustomization, cfgFile, fleetFile, chart, fleetChart := "", "", "", false, false
 	for _, f := range files {
 		switch rel(f) {
 		case ConfigFile:
@@ -223,7 +223,14 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: %s", p, fleetFile, err.Error())
 		}
 		cfg, cfgFile = *c, fleetFile
-		if !chart {
+		if !chart && kustomization == "" && cfg.Kustomize == nil && (cfg.Helm == nil || cfg.Helm.Chart == "" && cfg.Helm.Repo == "") &&
+			slices.ContainsFunc(manifests, func(f string) bool { return under(f, joinPath(p, "templates")) }) {
+			// Fleet makes a chart of a chartless path with a templates/ directory: its files
+			// are Helm templates rendered with the fleet.yaml's values, the path's other
+			// manifests are deployed as they are, in the same release.
+			fleetChart = true
+		}
+		if !chart && !fleetChart {
 			rep.unsupported = append(rep.unsupported, cfg.withoutChartlessHelm()...)
 		}
 		if !rep.empty() {
@@ -262,12 +269,16 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 	if cfg.fleet != nil {
 		r.fleetName, r.holdNew = cfg.fleet.name, cfg.fleet.paused
 	}
-	if chart || cfg.Helm != nil {
+	if chart || fleetChart || cfg.Helm != nil {
 		// A Helm chart (the path's own, or named by drover.yaml): the Bundle is its release.
 		if cfg.Kustomize != nil {
 			return nil, failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: kustomize: a Helm chart's path cannot be rendered with Kustomize", p, orChart(cfgFile, p))
 		}
-		h, custom, err := renderHelm(ctx, withoutSettings(co, p), gr, p, cfgFile, &cfg)
+		source := withoutSettings(co, p)
+		if fleetChart {
+			source = templatesChart(source, p, r.name, manifests)
+		}
+		h, custom, err := renderHelm(ctx, source, gr, p, cfgFile, &cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -326,6 +337,25 @@ func renderPath(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p 
 		return nil, err
 	}
 	return r, checkSize(r, cfgFile)
+}
+
+// templatesChart is co with path p made a chart as Fleet makes one of a chartless path with a
+// templates/ directory: a Chart.yaml named name, and for each of the path's other manifests a
+// template that outputs it as it is (not rendered: a "{{" in it stays), so that one release
+// holds them all. A values.yaml stays the chart's default values.
+func templatesChart(co *checkout, p, name string, manifests []string) *checkout {
+	c := *co
+	c.files = maps.Clone(co.files)
+	c.files[joinPath(p, chartFile)] = []byte("apiVersion: v2\nname: " + name + "\nversion: 0.0.0\ndescription: made by drover of the path's templates/ directory, as Fleet does\n")
+	templates := joinPath(p, "templates")
+	for _, f := range manifests {
+		rel := strings.TrimPrefix(f, p+"/")
+		if under(f, templates) || rel == "values.yaml" || rel == "values.yml" {
+			continue
+		}
+		c.files[joinPath(templates, "zz-drover-raw-"+strings.ReplaceAll(rel, "/", "_"))] = []byte(fmt.Sprintf("{{ .Files.Get %q }}\n", rel))
+	}
+	return &c
 }
 
 // withoutSettings is co without path p's drover.yaml and fleet.yaml, so that a chart at p is

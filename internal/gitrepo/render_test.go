@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"maps"
 	"net/http"
@@ -455,5 +456,57 @@ func TestRenderHelmChartURL(t *testing.T) {
 				t.Errorf("user sent %q, want %q", got, tc.user)
 			}
 		})
+	}
+}
+
+// TestRenderFleetTemplatesDirectory: as in Fleet, a fleet.yaml path without a chart but with a
+// templates/ directory is a Helm release: its templates are rendered with the fleet.yaml's values
+// (per target customization too), and the path's other manifests are deployed as they are, "{{"
+// and all. Without a fleet.yaml the directory is plain manifests, as drover has always read it.
+func TestRenderFleetTemplatesDirectory(t *testing.T) {
+	files := map[string]string{
+		"app/fleet.yaml": "defaultNamespace: apps\nhelm:\n  values:\n    port: 1883\n    user: emqx\n" +
+			"targetCustomizations:\n- name: prod\n  clusterSelector: {matchLabels: {env: prod}}\n  helm: {values: {user: prod-user}}\n",
+		"app/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cfg\ndata:\n  port: '{{ .Values.port }}'\n  user: {{ .Values.user }}\n",
+		"app/raw/plain.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata:\n  literal: '{{ not a template }}'\n",
+	}
+	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"app"}}}
+	out, err := render(t.Context(), testCheckout(files), gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || out[0].spec.Helm == nil || len(out[0].spec.Resources) != 0 {
+		t.Fatalf("rendered %+v, want one Bundle of a Helm release", out)
+	}
+	if w := strings.Join(out[0].warnings, "\n"); strings.Contains(w, "helm.values") {
+		t.Errorf("helm.values reported as unused: %s", w)
+	}
+	h := out[0].spec.Helm
+	var values map[string]any
+	if err := json.Unmarshal(h.Values.Raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	got, err := helmchart.Render(t.Context(), h.Chart, values, h.ReleaseName, "apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: " + h.ReleaseName + "-cfg", "port: '1883'", "user: emqx", "name: plain", "literal: '{{ not a template }}'"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the release renders\n%s\nwithout %q", got, want)
+		}
+	}
+	if tcs := out[0].spec.TargetCustomizations; len(tcs) != 1 || tcs[0].HelmValues == nil || !strings.Contains(string(tcs[0].HelmValues.Raw), `"user":"prod-user"`) {
+		t.Errorf("target customizations %+v, want prod's values", tcs)
+	}
+
+	// No fleet.yaml: drover's own reading, plain manifests (the template fails to parse as one).
+	delete(files, "app/fleet.yaml")
+	files["app/templates/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  port: '{{ .Values.port }}'\n"
+	out, err = render(t.Context(), testCheckout(files), gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || out[0].spec.Helm != nil || len(out[0].spec.Resources) != 2 {
+		t.Fatalf("rendered %+v, want one Bundle of two plain manifests", out)
 	}
 }

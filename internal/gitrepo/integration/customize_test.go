@@ -262,6 +262,34 @@ func TestGitRepoTargetCustomizations(t *testing.T) {
 		}
 	})
 
+	t.Run("Fleet templates directory", func(t *testing.T) {
+		// A fleet.yaml path with templates/ and no chart is a Helm release in Fleet: its
+		// templates get the fleet.yaml's values (prod's customization on second), the path's
+		// other manifests are deployed as they are, "{{" and all.
+		const ns = "tc-templates"
+		r := newRepo(t, "tc-templates", false)
+		c1 := r.commit("templates", map[string]string{
+			"app/fleet.yaml": "defaultNamespace: " + ns + "\nhelm:\n  releaseName: app\n  values: {user: everyone}\n" +
+				"targetCustomizations:\n- name: prod\n  clusterSelector: {matchLabels: {env: prod}}\n  helm: {values: {user: prod-user}}\n",
+			"app/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cfg\ndata:\n  value: {{ .Values.user | quote }}\n",
+			"app/plain.yaml":        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata:\n  value: '{{ as written }}'\n",
+		})
+		gr := newGitRepo(t, "tc-templates", r, func(s *fleetv1alpha1.GitRepoSpec) { both(s); s.Paths = []string{"app"} })
+		eventually(t, 90*time.Second, func() error {
+			if err := wantSynced(t, gr, c1, gitrepo.BundleName("tc-templates", "app")); err != nil {
+				return err
+			}
+			return wantOn(t.Context(), map[*envtest.Cluster]map[string]string{
+				plain:  {ns + "/app-cfg": "everyone", ns + "/plain": "{{ as written }}"},
+				second: {ns + "/app-cfg": "prod-user", ns + "/plain": "{{ as written }}"},
+			})
+		})
+		// One release holds both: helm list on the downstream cluster shows it.
+		if listed, history, err := releaseState(helmOn(t, plain, ns), "app"); err != nil || !listed || strings.Join(history, ",") != "deployed" {
+			t.Errorf("release app on plain: listed %v, history %v (%v); want one deployed revision", listed, history, err)
+		}
+	})
+
 	t.Run("Kustomize overlay per target", func(t *testing.T) {
 		r := newRepo(t, "tc-kustomize", false)
 		c1 := r.commit("overlays", map[string]string{
