@@ -131,13 +131,14 @@ func bundleKey(o client.Object) string {
 }
 
 // clusterTargetingChanged passes the Cluster events that can change which Bundles target it or
-// what it may be given (its agent's features): not heartbeats.
+// what it gets (its agent's features, its template values): not heartbeats.
 var clusterTargetingChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*fleetv1alpha1.Cluster), e.ObjectNew.(*fleetv1alpha1.Cluster)
 		return !labels.Equals(o.Labels, n.Labels) || o.Status.Namespace != n.Status.Namespace ||
 			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || o.UID != n.UID ||
-			Disconnected(o) != Disconnected(n) || !slices.Equal(o.Status.Agent.Features, n.Status.Agent.Features)
+			Disconnected(o) != Disconnected(n) || !slices.Equal(o.Status.Agent.Features, n.Status.Agent.Features) ||
+			!equality.Semantic.DeepEqual(o.Spec.TemplateValues, n.Spec.TemplateValues)
 	},
 }
 

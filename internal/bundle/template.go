@@ -96,10 +96,16 @@ func RenderValues(raw *runtime.RawExtension, c *fleetv1alpha1.Cluster) (*runtime
 	if err != nil {
 		return nil, err
 	}
+	clusterValues := map[string]any{}
+	if v := c.Spec.TemplateValues; v != nil && len(v.Raw) > 0 {
+		if err := json.Unmarshal(v.Raw, &clusterValues); err != nil || clusterValues == nil {
+			return nil, fmt.Errorf("the Cluster's spec.templateValues are not a map of values")
+		}
+	}
 	// map[string]any, not map[string]string: Sprig's get, hasKey and keys take only that.
 	ctx := map[string]any{
 		"ClusterName": c.Name, "ClusterNamespace": c.Namespace,
-		"ClusterLabels": anyMap(c.Labels), "ClusterAnnotations": anyMap(c.Annotations), "ClusterValues": map[string]any{},
+		"ClusterLabels": anyMap(c.Labels), "ClusterAnnotations": anyMap(c.Annotations), "ClusterValues": clusterValues,
 	}
 	var out bytes.Buffer
 	if err := t.Execute(&out, ctx); err != nil {

@@ -17,7 +17,8 @@ import (
 func TestRenderValues(t *testing.T) {
 	t.Parallel()
 	c := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet-default", Name: "edge-1",
-		Labels: map[string]string{"env": "prod", "replicas": "3"}, Annotations: map[string]string{"owner": "team-a"}}}
+		Labels: map[string]string{"env": "prod", "replicas": "3"}, Annotations: map[string]string{"owner": "team-a"}},
+		Spec: fleetv1alpha1.ClusterSpec{TemplateValues: &runtime.RawExtension{Raw: []byte(`{"host":"edge-1.example.com","size":{"cpu":4}}`)}}}
 	for _, tc := range []struct {
 		name, values, want, err string
 	}{
@@ -30,7 +31,8 @@ func TestRenderValues(t *testing.T) {
 		{"legacy label", `{"env":"global.fleet.clusterLabels.env","missing":"global.fleet.clusterLabels.nope"}`, `{"env":"prod","missing":""}`, ""},
 		{"plain values unchanged", `{"password":"s3cret","n":2}`, `{"n":2,"password":"s3cret"}`, ""},
 		{"missing label", `{"password":"s3cret","env":"${ .ClusterLabels.region }"}`, "", `map has no entry for key "region"`},
-		{"ClusterValues", `{"x":"${ .ClusterValues.x }"}`, "", `map has no entry for key "x"`},
+		{"ClusterValues", `{"host":"${ .ClusterValues.host }","cpu":"${ .ClusterValues.size.cpu }"}`, `{"cpu":4,"host":"edge-1.example.com"}`, ""},
+		{"missing ClusterValues key", `{"x":"${ .ClusterValues.x }"}`, "", `map has no entry for key "x"`},
 		{"env is not a function", `{"x":"${ env \"HOME\" }"}`, "", `function "env" not defined`},
 		{"parse error", `{"x":"${ .ClusterName "}`, "", "parse the values template"},
 	} {

@@ -283,9 +283,6 @@ func parseFleetConfig(data []byte) (*Config, *fleetReport, error) {
 	if f.Namespace != "" {
 		c.DefaultNamespace = f.Namespace
 	}
-	if f.Helm != nil && !f.Helm.DisablePreProcess {
-		rep.differs = append(rep.differs, clusterValues("helm.values", f.Helm.Values)...)
-	}
 	for i, d := range c.DependsOn {
 		if d.Selector != nil {
 			c.DependsOn[i].Selector = fleetSelector(d.Selector)
@@ -348,9 +345,6 @@ func parseFleetConfig(data []byte) (*Config, *fleetReport, error) {
 			DefaultNamespace: t.DefaultNamespace, Kustomize: t.Kustomize, namespace: t.Namespace, fleetKey: key}
 		if t.Helm != nil {
 			tc.Helm = &TargetHelm{Values: t.Helm.Values, ValuesFiles: t.Helm.ValuesFiles}
-		}
-		if t.Helm != nil && (f.Helm == nil || !f.Helm.DisablePreProcess) {
-			rep.differs = append(rep.differs, clusterValues(key+".helm.values", t.Helm.Values)...)
 		}
 		c.TargetCustomizations = append(c.TargetCustomizations, tc)
 	}
@@ -488,31 +482,6 @@ func fleetIgnore(patches []fleetComparePatch) (*fleetv1alpha1.BundleDiff, []stri
 		return nil, skipped
 	}
 	return d, skipped
-}
-
-// clusterValues lists the keys of Helm values whose template reads .ClusterValues: a Fleet
-// Cluster's spec.templateValues, which drover's Clusters do not have (a key read from it fails
-// the template for every cluster).
-func clusterValues(key string, v any) []string {
-	switch v := v.(type) {
-	case map[string]any:
-		var out []string
-		for k, sub := range v {
-			out = append(out, clusterValues(key+"."+k, sub)...)
-		}
-		return out
-	case []any:
-		var out []string
-		for i, sub := range v {
-			out = append(out, clusterValues(fmt.Sprintf("%s[%d]", key, i), sub)...)
-		}
-		return out
-	case string:
-		if strings.Contains(v, "${") && strings.Contains(v, ".ClusterValues") {
-			return []string{key + " (.ClusterValues: drover's Clusters have no templateValues; use .ClusterLabels or .ClusterAnnotations)"}
-		}
-	}
-	return nil
 }
 
 // fleetSelector reads Fleet's GitRepo label in a dependsOn selector as drover's.

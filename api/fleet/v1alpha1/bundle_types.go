@@ -68,8 +68,8 @@ type BundleHelm struct {
 	// targeted cluster, as Fleet's fleet.yaml does: a Go template with ${ } delimiters over the
 	// values as YAML, with Sprig's functions (not env, expandenv, include, tpl or
 	// getHostByName) and the data .ClusterName, .ClusterNamespace, .ClusterLabels,
-	// .ClusterAnnotations and .ClusterValues (empty: drover's Clusters have no template
-	// values); a key missing from them is an error. A whole string value
+	// .ClusterAnnotations and .ClusterValues (the Cluster's spec.templateValues); a key missing
+	// from them is an error. A whole string value
 	// "global.fleet.clusterLabels.NAME" becomes the cluster's label NAME ("" without it).
 	// A GitRepo sets it for a fleet.yaml's templated values unless helm.disablePreProcess.
 	// +optional

@@ -4,10 +4,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // ClusterSpec is the desired state of a registered downstream cluster.
 type ClusterSpec struct {
+	// TemplateValues are this cluster's own values for Bundles' Helm values templates
+	// (spec.helm.templateValues), read there as .ClusterValues, as Fleet's Cluster
+	// spec.templateValues: per-cluster settings that are not labels (a hostname, a size). A
+	// change re-renders that cluster's values only. Not for secrets: templates copy them into
+	// BundleDeployments.
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	TemplateValues *runtime.RawExtension `json:"templateValues,omitempty"`
+
 	// ClientID identifies the downstream cluster's agent. Set it to pre-create a Cluster that an
 	// agent-initiated registration with the same clientID lands on; left empty, the importer
 	// generates one (manager-initiated) or the first registration sets it (agent-initiated).

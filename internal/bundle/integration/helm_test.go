@@ -202,7 +202,8 @@ func TestHelmBundle(t *testing.T) {
 // when the agent reports that it renders them (status.agent.features). A cluster whose agent is
 // older (it would install "${ .ClusterName }" literally) keeps what it runs, and the Bundle says
 // which clusters wait and why; once its agent reports the feature, the cluster gets its values.
-// The suite's real agent reports it with its heartbeat, so its cluster is deployed at once.
+// The suite's real agent reports it with its heartbeat, so its cluster is deployed at once. A
+// change of a Cluster's spec.templateValues (.ClusterValues) re-renders its values.
 func TestTemplatedValuesWaitForTheAgent(t *testing.T) {
 	ctx := t.Context()
 	const ns, oldName = "tpl-agent", "old-agent"
@@ -237,7 +238,7 @@ func TestTemplatedValuesWaitForTheAgent(t *testing.T) {
 	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "tpl-agent"},
 		Spec: fleetv1alpha1.BundleSpec{DefaultNamespace: ns,
 			Helm: &fleetv1alpha1.BundleHelm{Chart: chart, TemplateValues: true,
-				Values: &runtime.RawExtension{Raw: []byte(`{"value":"${ .ClusterName }"}`)}},
+				Values: &runtime.RawExtension{Raw: []byte(`{"value":"${ .ClusterName }","host":"${ get .ClusterValues \"host\" | default \"none\" }"}`)}},
 			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: plainName}, {ClusterName: oldName}}}}
 	if err := mgmt.Client.Create(ctx, b); err != nil {
 		t.Fatal(err)
@@ -274,8 +275,19 @@ func TestTemplatedValuesWaitForTheAgent(t *testing.T) {
 	// Upgraded: its agent reports the feature; the cluster gets its own rendered values.
 	beat(`,"features":["` + fleetv1alpha1.AgentFeatureHelmValues + `"]`)
 	waitBundleDeployment(t, oldName, b.Name, 30*time.Second, func(bd *fleetv1alpha1.BundleDeployment) error {
-		if v := bd.Spec.Options.HelmValues; v == nil || string(v.Raw) != `{"value":"`+oldName+`"}` {
+		if v := bd.Spec.Options.HelmValues; v == nil || string(v.Raw) != `{"host":"none","value":"`+oldName+`"}` {
 			return fmt.Errorf("helmValues %v, want rendered for %s", v, oldName)
+		}
+		return nil
+	})
+	// The cluster's own template values (.ClusterValues, Fleet's Cluster spec.templateValues):
+	// a change re-renders its values.
+	patchCluster(t, oldName, func(c *fleetv1alpha1.Cluster) {
+		c.Spec.TemplateValues = &runtime.RawExtension{Raw: []byte(`{"host":"edge.example.com"}`)}
+	})
+	waitBundleDeployment(t, oldName, b.Name, 30*time.Second, func(bd *fleetv1alpha1.BundleDeployment) error {
+		if v := bd.Spec.Options.HelmValues; v == nil || string(v.Raw) != `{"host":"edge.example.com","value":"`+oldName+`"}` {
+			return fmt.Errorf("helmValues %v, want the cluster's templateValues' host", v)
 		}
 		return nil
 	})
