@@ -77,7 +77,7 @@ func TestDroverChartDefaults(t *testing.T) {
 		t.Errorf("image %q, want %q", ctr.Image, image)
 	}
 	for _, arg := range []string{"server", "--leader-elect=true", "--install-crds=true", "--register-local=true", "--agent-image=" + image,
-		"--metrics-bind-address=:8080", "--health-probe-bind-address=$(POD_IP):8081"} {
+		"--agent-rollout-max-unavailable=10%", "--metrics-bind-address=:8080", "--health-probe-bind-address=$(POD_IP):8081"} {
 		if !slices.Contains(ctr.Args, arg) {
 			t.Errorf("args %v lack %s", ctr.Args, arg)
 		}
@@ -170,7 +170,7 @@ func TestDroverChartValues(t *testing.T) {
 	const ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 	vals := map[string]any{
 		"image": "registry.example.com/drover:v9", "agentImage": "registry.example.com/drover-agent:v9",
-		"replicas": 3, "installCRDs": false, "registerLocal": false,
+		"replicas": 3, "installCRDs": false, "registerLocal": false, "agentRolloutMaxUnavailable": 5,
 		"apiServerURL": "https://mgmt.example.com:6443", "apiServerCA": ca, "podAntiAffinity": "hard",
 		"extraArgs": []any{"--hosted-workers=16"},
 		"metrics":   map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}},
@@ -182,7 +182,7 @@ func TestDroverChartValues(t *testing.T) {
 		t.Errorf("replicas %d image %s", *d.Spec.Replicas, ctr.Image)
 	}
 	for _, arg := range []string{"--install-crds=false", "--leader-elect=true", "--register-local=false",
-		"--agent-image=registry.example.com/drover-agent:v9", "--hosted-workers=16"} {
+		"--agent-image=registry.example.com/drover-agent:v9", "--agent-rollout-max-unavailable=5", "--hosted-workers=16"} {
 		if !slices.Contains(ctr.Args, arg) {
 			t.Errorf("args %v lack %s", ctr.Args, arg)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -40,6 +41,9 @@ type Options struct {
 	// AgentImage is the agent image of Clusters without spec.agentImage (default
 	// manifests.DefaultImage()); it must match registration.Options.AgentImage.
 	AgentImage string
+	// AgentRolloutMaxUnavailable bounds the fleet's agent upgrades in flight
+	// (agentmgmt.Reconciler.MaxUnavailable; nil: no bound).
+	AgentRolloutMaxUnavailable *intstr.IntOrString
 	// NotReadyGrace: how long workloads may stay not ready before a ResourcesNotReady Event
 	// (default 2m).
 	NotReadyGrace time.Duration
@@ -51,7 +55,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("set up bundle controller: %w", err)
 	}
 	if opts.ManageAgents {
-		if err := (&agentmgmt.Reconciler{Client: mgr.GetClient(), AgentImage: opts.AgentImage}).SetupWithManager(mgr); err != nil {
+		if err := (&agentmgmt.Reconciler{Client: mgr.GetClient(), AgentImage: opts.AgentImage, MaxUnavailable: opts.AgentRolloutMaxUnavailable}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up agent bundle controller: %w", err)
 		}
 	}

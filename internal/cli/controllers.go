@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/droverhq/drover/internal/agent/manifests"
@@ -36,6 +38,21 @@ type hostedOptions struct {
 	agentDisconnectAfter time.Duration
 	// join makes active hosted clusters join the fleet unless their spec.fleet.join says no.
 	join bool
+	// agentRollout is --agent-rollout-max-unavailable: a number, a percentage, or "" (no bound).
+	agentRollout string
+}
+
+// agentRolloutBudget reads --agent-rollout-max-unavailable.
+func (o *hostedOptions) agentRolloutBudget() (*intstr.IntOrString, error) {
+	if o.agentRollout == "" {
+		return nil, nil
+	}
+	v := intstr.Parse(o.agentRollout)
+	n, err := intstr.GetScaledValueFromIntOrPercent(&v, 100, true)
+	if err != nil || n <= 0 || v.Type == intstr.String && !strings.HasSuffix(v.StrVal, "%") {
+		return nil, fmt.Errorf("--agent-rollout-max-unavailable %q: want a positive number of clusters or a percentage such as 10%%, or \"\" for no bound", o.agentRollout)
+	}
+	return &v, nil
 }
 
 // Provider defaults: refresh every 300 s like the incumbent; API budgets from the providers'
@@ -65,6 +82,7 @@ func (o *hostedOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.pollInterval, "hosted-poll-interval", 30*time.Second, "how often a hosted cluster with work in progress is re-read")
 	f.IntVar(&o.hostedWorkers, "hosted-workers", 8, "hosted clusters synced at once (raise for thousands of clusters at high cloud latency)")
 	f.DurationVar(&o.agentDisconnectAfter, "agent-disconnect-after", cluster.DefaultAgentDisconnectAfter, "a fleet cluster whose agent has missed its heartbeats this long becomes Ready=False, reason AgentDisconnected (default: 3 heartbeat intervals of the agents' default 1m); rollouts do not wait for it")
+	f.StringVar(&o.agentRollout, "agent-rollout-max-unavailable", "10%", "at most this many fleet clusters' agents (a number, or a percentage of the connected clusters) are being upgraded and not ready at once: a new agent that does not come up stops there; \"\" upgrades every agent at once")
 	f.BoolVar(&o.join, "hosted-join", true, "hosted clusters join the fleet once active (kubeconfig Secret, fleet Cluster, agent) unless their spec.fleet.join is false; false: only those with spec.fleet.join: true")
 }
 
@@ -107,7 +125,13 @@ func (o *hostedOptions) controllers() []func(ctrl.Manager) error {
 			}
 			return registration.Controllers(opts)(mgr)
 		},
-		bundle.Controllers(bundle.Options{ManageAgents: true, AgentImage: o.agentImage}),
+		func(mgr ctrl.Manager) error {
+			budget, err := o.agentRolloutBudget()
+			if err != nil {
+				return err
+			}
+			return bundle.Setup(mgr, bundle.Options{ManageAgents: true, AgentImage: o.agentImage, AgentRolloutMaxUnavailable: budget})
+		},
 		gitrepo.Controllers(),
 	}
 }

@@ -46,6 +46,9 @@ drover chooses the cluster explicitly and says which on its first line of output
   drover server --kubeconfig ~/.kube/config --context prod-mgmt --leader-elect=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := hostedOpts.agentRolloutBudget(); err != nil {
+				return err
+			}
 			setMemoryLimit()
 			mode, err := serverCluster{why: "--demo"}, error(nil)
 			if demoMode {

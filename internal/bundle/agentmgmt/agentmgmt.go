@@ -15,10 +15,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -41,7 +47,22 @@ type Reconciler struct {
 	// AgentImage is the image of Clusters without spec.agentImage (default
 	// manifests.DefaultImage()), the importer's too.
 	AgentImage string
+	// MaxUnavailable bounds the fleet's agent upgrades: an agent Bundle's manifests change only
+	// while fewer agent Bundles than this (a number, or a percentage of the connected clusters'
+	// unpaused agent Bundles, rounded up, at least 1) are not ready, so a new agent that does
+	// not come up stops the rollout at a few clusters instead of reaching every one at once.
+	// Paused agent Bundles and disconnected clusters neither count nor hold it. nil: no bound.
+	MaxUnavailable *intstr.IntOrString
+
+	mu sync.Mutex
+	// written: agent Bundles this process upgraded, by the resourceVersion its write gave them,
+	// counted as not ready until the cache shows a later version (the bundle controller's
+	// status for the new generation).
+	written map[client.ObjectKey]string
 }
+
+// budgetRetry is how soon an upgrade held by MaxUnavailable is tried again.
+const budgetRetry = 10 * time.Second
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -76,6 +97,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: BundleName(c.Name)}}
+	if r.MaxUnavailable != nil {
+		// Upgrades one at a time against the budget: the count and the write must not
+		// interleave with another worker's.
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(b), b); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+		if upgrade := b.ResourceVersion != "" && !b.Spec.Rollout.Paused && !equality.Semantic.DeepEqual(b.Spec.Resources, resources); upgrade {
+			unavailable, budget, err := r.budget(ctx)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if unavailable >= budget {
+				ctrl.LoggerFrom(ctx).V(1).Info("Agent upgrade waits: the fleet's agent rollout budget is used",
+					"bundle", b.Name, "notReady", unavailable, "maxUnavailable", budget)
+				return ctrl.Result{RequeueAfter: budgetRetry}, nil
+			}
+		}
+	}
+	before := b.ResourceVersion
 	op, err := controllerutil.CreateOrUpdate(ctx, r.Client, b, func() error {
 		if b.Labels == nil {
 			b.Labels = map[string]string{}
@@ -103,8 +145,70 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if op != controllerutil.OperationResultNone {
 		ctrl.LoggerFrom(ctx).Info("Agent bundle written", "bundle", b.Name, "operation", op)
+		if r.MaxUnavailable != nil && op == controllerutil.OperationResultUpdated && before != "" {
+			if r.written == nil {
+				r.written = map[client.ObjectKey]string{}
+			}
+			r.written[client.ObjectKeyFromObject(b)] = b.ResourceVersion
+		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// budget counts the agent Bundles not ready now and returns MaxUnavailable scaled to the
+// agent Bundles that count (connected clusters, not paused).
+func (r *Reconciler) budget(ctx context.Context) (unavailable, budget int, err error) {
+	var bundles fleetv1alpha1.BundleList
+	if err := r.Client.List(ctx, &bundles, client.HasLabels{fleetv1alpha1.ClusterLabel}, client.MatchingLabels{fleetv1alpha1.ManagedLabel: "true"}); err != nil {
+		return 0, 0, fmt.Errorf("list agent bundles: %w", err)
+	}
+	total := 0
+	seen := map[client.ObjectKey]bool{}
+	for i := range bundles.Items {
+		b := &bundles.Items[i]
+		key := client.ObjectKeyFromObject(b)
+		seen[key] = true
+		if b.Name != BundleName(b.Labels[fleetv1alpha1.ClusterLabel]) || b.Spec.Rollout.Paused {
+			continue
+		}
+		c := &fleetv1alpha1.Cluster{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Labels[fleetv1alpha1.ClusterLabel]}, c); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return 0, 0, err
+		}
+		if disconnected(c) {
+			continue
+		}
+		total++
+		ready := meta.FindStatusCondition(b.Status.Conditions, fleetv1alpha1.ConditionReady)
+		switch rv, ok := r.written[key]; {
+		case ok && rv == b.ResourceVersion:
+			unavailable++ // the cache does not show what the bundle controller made of the upgrade yet
+		case ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != b.Generation:
+			unavailable++
+		}
+		if rv, ok := r.written[key]; ok && rv != b.ResourceVersion {
+			delete(r.written, key)
+		}
+	}
+	for key := range r.written {
+		if !seen[key] {
+			delete(r.written, key)
+		}
+	}
+	budget, err = intstr.GetScaledValueFromIntOrPercent(r.MaxUnavailable, total, true)
+	if err != nil {
+		return 0, 0, fmt.Errorf("agent rollout budget: %w", err)
+	}
+	return unavailable, max(budget, 1), nil
+}
+
+// disconnected is bundle.Disconnected (which imports this package).
+func disconnected(c *fleetv1alpha1.Cluster) bool {
+	cond := meta.FindStatusCondition(c.Status.Conditions, fleetv1alpha1.ConditionReady)
+	return cond != nil && cond.Reason == fleetv1alpha1.ReasonAgentDisconnected
 }
 
 // AgentNamespace is the downstream namespace of c's agent.

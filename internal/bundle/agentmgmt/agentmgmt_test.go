@@ -10,8 +10,15 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/manifests"
@@ -150,4 +157,97 @@ func decode(t *testing.T, raws []runtime.RawExtension) []*unstructured.Unstructu
 		out = append(out, u)
 	}
 	return out
+}
+
+// TestRolloutBudget: with MaxUnavailable 1, an agent upgrade waits while another agent Bundle
+// is not ready (or was just upgraded and the bundle controller has not reported on it yet), and
+// goes ahead once it is; a paused agent Bundle neither counts nor holds the rollout.
+func TestRolloutBudget(t *testing.T) {
+	ctx := t.Context()
+	scheme := runtime.NewScheme()
+	if err := fleetv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var objs []client.Object
+	for _, name := range []string{"a", "b", "c"} {
+		c := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: name, UID: types.UID("uid-" + name)},
+			Spec: fleetv1alpha1.ClusterSpec{KubeConfigSecret: "kc"}}
+		c.Status.Namespace = "cluster-" + name
+		objs = append(objs, c)
+	}
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&fleetv1alpha1.Bundle{}, &fleetv1alpha1.Cluster{}).Build()
+	reconcile := func(r *Reconciler, name string) ctrl.Result {
+		t.Helper()
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ws", Name: name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	bundleOf := func(name string) *fleetv1alpha1.Bundle {
+		t.Helper()
+		b := &fleetv1alpha1.Bundle{}
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: "ws", Name: BundleName(name)}, b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	setReady := func(name string, ready bool) {
+		t.Helper()
+		b := bundleOf(name)
+		status := metav1.ConditionTrue
+		if !ready {
+			status = metav1.ConditionFalse
+		}
+		b.Status.Conditions = []metav1.Condition{{Type: fleetv1alpha1.ConditionReady, Status: status, Reason: "Test", ObservedGeneration: b.Generation,
+			LastTransitionTime: metav1.Now()}}
+		if err := cl.Status().Update(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	image := func(name string) string {
+		t.Helper()
+		for _, o := range decode(t, bundleOf(name).Spec.Resources) {
+			if o.GetKind() == "Deployment" {
+				d := &appsv1.Deployment{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+					t.Fatal(err)
+				}
+				return d.Spec.Template.Spec.Containers[0].Image
+			}
+		}
+		t.Fatalf("no Deployment in %s's agent Bundle", name)
+		return ""
+	}
+
+	v1 := &Reconciler{Client: cl, AgentImage: "registry.example/drover:v1", MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+	for _, name := range []string{"a", "b", "c"} {
+		reconcile(v1, name) // creates are not upgrades: never held
+		setReady(name, true)
+	}
+	v2 := &Reconciler{Client: cl, AgentImage: "registry.example/drover:v2", MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+
+	setReady("a", false)
+	if res := reconcile(v2, "b"); res.RequeueAfter != budgetRetry || image("b") != v1.AgentImage {
+		t.Fatalf("with a not ready: result %+v, b runs %s; want b held at v1", res, image("b"))
+	}
+	setReady("a", true)
+	if reconcile(v2, "b"); image("b") != v2.AgentImage {
+		t.Fatalf("with every agent ready b runs %s, want v2", image("b"))
+	}
+	// b's upgrade is in flight (no status for it yet): c waits.
+	if res := reconcile(v2, "c"); res.RequeueAfter != budgetRetry || image("c") != v1.AgentImage {
+		t.Fatalf("during b's upgrade: result %+v, c runs %s; want c held", res, image("c"))
+	}
+	setReady("b", true)
+	// A paused agent Bundle (an operator's canary hold) neither counts nor holds.
+	a := bundleOf("a")
+	a.Spec.Rollout.Paused = true
+	if err := cl.Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	setReady("a", false)
+	if reconcile(v2, "c"); image("c") != v2.AgentImage {
+		t.Fatalf("after b is ready c runs %s, want v2", image("c"))
+	}
 }
