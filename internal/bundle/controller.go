@@ -137,7 +137,7 @@ var clusterTargetingChanged = predicate.Funcs{
 		o, n := e.ObjectOld.(*fleetv1alpha1.Cluster), e.ObjectNew.(*fleetv1alpha1.Cluster)
 		return !labels.Equals(o.Labels, n.Labels) || o.Status.Namespace != n.Status.Namespace ||
 			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || o.UID != n.UID ||
-			Disconnected(o) != Disconnected(n) || !slices.Equal(o.Status.Agent.Features, n.Status.Agent.Features) ||
+			Disconnected(o) != Disconnected(n) || o.Status.Agent.HasFeature(fleetv1alpha1.AgentFeatureHelmValues) != n.Status.Agent.HasFeature(fleetv1alpha1.AgentFeatureHelmValues) ||
 			!equality.Semantic.DeepEqual(o.Spec.TemplateValues, n.Spec.TemplateValues)
 	},
 }
@@ -710,7 +710,7 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 func lacksFeature(c *fleetv1alpha1.Cluster, feature string) string {
 	a := c.Status.Agent
 	switch {
-	case slices.Contains(a.Features, feature):
+	case a.HasFeature(feature):
 		return ""
 	case a.LastSeen == nil:
 		return "waiting for the agent to check in and report that it renders values templates"

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,6 +92,11 @@ type AgentRBAC struct {
 // without it would install the template itself.
 const AgentFeatureHelmValues = "helmValues"
 
+// HasFeature tells whether the agent's last check-in reported feature.
+func (a *AgentStatus) HasFeature(feature string) bool {
+	return a.LastSeen != nil && a.FeaturesSeen != nil && a.FeaturesSeen.Equal(a.LastSeen) && slices.Contains(a.Features, feature)
+}
+
 // AgentStatus is what the agent reports.
 type AgentStatus struct {
 	// LastSeen is the agent's last heartbeat.
@@ -114,6 +121,11 @@ type AgentStatus struct {
 	// +listType=set
 	// +optional
 	Features []string `json:"features,omitempty"`
+	// FeaturesSeen is the check-in (lastSeen) that reported Features. They count only while it
+	// is the last one: an agent rolled back to a version that reports no features leaves the
+	// newer agent's list behind, which must not be taken for its own.
+	// +optional
+	FeaturesSeen *metav1.Time `json:"featuresSeen,omitempty"`
 	// DownstreamError is why the agent could not reach its own cluster's API server when it
 	// last checked in (empty: it answered). An agent can keep checking in while its cluster's
 	// control plane is down; nothing it applies gets there then.

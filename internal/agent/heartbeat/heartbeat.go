@@ -26,7 +26,8 @@ var Features = []string{fleetv1alpha1.AgentFeatureHelmValues}
 // Beat patches the Cluster's agent status once; downstreamErr is why the agent's own cluster's
 // API server did not answer ("": it did).
 func Beat(ctx context.Context, c client.Client, workspace, cluster, agentNamespace, downstreamErr string, now time.Time) error {
-	agent := map[string]any{"lastSeen": ptrTime(now), "namespace": agentNamespace, "downstreamError": nil, "features": Features}
+	seen := ptrTime(now)
+	agent := map[string]any{"lastSeen": seen, "namespace": agentNamespace, "downstreamError": nil, "features": Features, "featuresSeen": seen}
 	if v := reportedVersion(version.Get().Version); v != "" {
 		agent["version"] = v
 	}

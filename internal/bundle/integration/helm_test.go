@@ -219,9 +219,17 @@ func TestTemplatedValuesWaitForTheAgent(t *testing.T) {
 		return nil
 	})
 	// What an agent older than the feature reports: a heartbeat with its version only.
+	var lastSeen time.Time
 	beat := func(extra string) {
 		t.Helper()
-		patch := fmt.Sprintf(`{"status":{"agent":{"lastSeen":%q,"version":"v0.1.0"%s}}}`, time.Now().UTC().Format(time.RFC3339), extra)
+		// Each beat a second later than the last, as an agent's are.
+		if now := time.Now().UTC().Truncate(time.Second); now.After(lastSeen) {
+			lastSeen = now
+		} else {
+			lastSeen = lastSeen.Add(time.Second)
+		}
+		now := lastSeen.Format(time.RFC3339)
+		patch := fmt.Sprintf(`{"status":{"agent":{"lastSeen":%q,"version":"v0.1.0"%s}}}`, now, strings.ReplaceAll(extra, "NOW", now))
 		if err := mgmt.Client.Status().Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +281,7 @@ func TestTemplatedValuesWaitForTheAgent(t *testing.T) {
 	}
 
 	// Upgraded: its agent reports the feature; the cluster gets its own rendered values.
-	beat(`,"features":["` + fleetv1alpha1.AgentFeatureHelmValues + `"]`)
+	beat(`,"features":["` + fleetv1alpha1.AgentFeatureHelmValues + `"],"featuresSeen":"NOW"`)
 	waitBundleDeployment(t, oldName, b.Name, 30*time.Second, func(bd *fleetv1alpha1.BundleDeployment) error {
 		if v := bd.Spec.Options.HelmValues; v == nil || string(v.Raw) != `{"host":"none","value":"`+oldName+`"}` {
 			return fmt.Errorf("helmValues %v, want rendered for %s", v, oldName)
@@ -297,4 +305,21 @@ func TestTemplatedValuesWaitForTheAgent(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Rolled back: the older agent's check-ins do not report features, and the newer one's
+	// list left in the status does not count for it. The cluster keeps what it runs.
+	bd, err := bundleDeployment(t, oldName, b.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	beat("")
+	waitBundle(t, b, 30*time.Second, func(got *fleetv1alpha1.Bundle) error {
+		if c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionReady); c == nil || c.Reason != fleetv1alpha1.ReasonAgentUpgradeRequired {
+			return fmt.Errorf("Ready %+v after the rollback, want AgentUpgradeRequired", c)
+		}
+		return nil
+	})
+	if after, err := bundleDeployment(t, oldName, b.Name); err != nil || after.Generation != bd.Generation {
+		t.Errorf("the rolled-back agent's BundleDeployment changed (%v): generation %d -> %d", err, bd.Generation, after.Generation)
+	}
 }

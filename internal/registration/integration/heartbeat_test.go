@@ -105,7 +105,7 @@ func TestHeartbeatWaitsForStatusRight(t *testing.T) {
 			return fmt.Errorf("status.agent.version %q, want the agent's %q", v, version.Get().Version)
 		}
 		// And what it can do, through the agent identity's right and the CRD's validation.
-		if f := got.Status.Agent.Features; !slices.Contains(f, fleetv1alpha1.AgentFeatureHelmValues) {
+		if f := got.Status.Agent.Features; !slices.Contains(f, fleetv1alpha1.AgentFeatureHelmValues) || !got.Status.Agent.HasFeature(fleetv1alpha1.AgentFeatureHelmValues) {
 			return fmt.Errorf("status.agent.features %q, want %q reported", f, fleetv1alpha1.AgentFeatureHelmValues)
 		}
 		return nil
