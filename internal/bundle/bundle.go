@@ -55,7 +55,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("set up bundle controller: %w", err)
 	}
 	if opts.ManageAgents {
-		if err := (&agentmgmt.Reconciler{Client: mgr.GetClient(), AgentImage: opts.AgentImage, MaxUnavailable: opts.AgentRolloutMaxUnavailable}).SetupWithManager(mgr); err != nil {
+		if err := (&agentmgmt.Reconciler{Client: mgr.GetClient(), AgentImage: opts.AgentImage, MaxUnavailable: opts.AgentRolloutMaxUnavailable,
+			Recorder: mgr.GetEventRecorder("drover-agent-bundle")}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up agent bundle controller: %w", err)
 		}
 	}

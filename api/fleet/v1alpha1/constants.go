@@ -194,6 +194,9 @@ const (
 	// EventRolloutHalted (Warning, Bundle): clusters are held at the old version because
 	// maxUnavailable clusters are already updating or not ready.
 	EventRolloutHalted = "RolloutHalted"
+	// EventAgentUpgradeWaiting (Cluster, Normal): its agent's upgrade waits for the fleet's agent
+	// rollout budget (drover server --agent-rollout-max-unavailable); once per upgrade.
+	EventAgentUpgradeWaiting = "AgentUpgradeWaiting"
 	// EventResourcesNotReady (Warning, Bundle): a cluster's resources were applied but a
 	// workload is not ready (the message names the cluster and what is missing).
 	EventResourcesNotReady = "ResourcesNotReady"

@@ -13,11 +13,14 @@ package agentmgmt
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -53,12 +57,18 @@ type Reconciler struct {
 	// not come up stops the rollout at a few clusters instead of reaching every one at once.
 	// Paused agent Bundles and disconnected clusters neither count nor hold it. nil: no bound.
 	MaxUnavailable *intstr.IntOrString
+	// Recorder, when set, records an AgentUpgradeWaiting Event on a Cluster whose agent upgrade
+	// waits for the budget (once per upgrade).
+	Recorder events.EventRecorder
 
 	mu sync.Mutex
 	// written: agent Bundles this process upgraded, by the resourceVersion its write gave them,
 	// counted as not ready until the cache shows a later version (the bundle controller's
 	// status for the new generation).
 	written map[client.ObjectKey]string
+	// told: the Clusters told their upgrade waits, by the hash of the agent manifests it waits
+	// to get.
+	told map[client.ObjectKey]string
 }
 
 // budgetRetry is how soon an upgrade held by MaxUnavailable is tried again.
@@ -80,6 +90,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // The agent management Bundle of each Cluster.
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=fleet.drover.io,resources=bundles,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile writes the Cluster's agent Bundle.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -113,6 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if unavailable >= budget {
 				ctrl.LoggerFrom(ctx).V(1).Info("Agent upgrade waits: the fleet's agent rollout budget is used",
 					"bundle", b.Name, "notReady", unavailable, "maxUnavailable", budget)
+				r.tellWaiting(c, resources, unavailable, budget)
 				return ctrl.Result{RequeueAfter: budgetRetry}, nil
 			}
 		}
@@ -153,6 +165,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return ctrl.Result{}, nil
+}
+
+// tellWaiting records, once per cluster and upgrade, that c's agent upgrade waits.
+func (r *Reconciler) tellWaiting(c *fleetv1alpha1.Cluster, resources []runtime.RawExtension, unavailable, budget int) {
+	if r.Recorder == nil {
+		return
+	}
+	b, _ := json.Marshal(resources)
+	sum := sha256.Sum256(b)
+	hash := hex.EncodeToString(sum[:8])
+	key := client.ObjectKeyFromObject(c)
+	if r.told[key] == hash {
+		return
+	}
+	if r.told == nil {
+		r.told = map[client.ObjectKey]string{}
+	}
+	r.told[key] = hash
+	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, fleetv1alpha1.EventAgentUpgradeWaiting, "AgentUpgrade",
+		"The agent upgrade waits: %d agents are being upgraded or not ready, and --agent-rollout-max-unavailable allows %d at once; "+
+			"it goes ahead as they become ready (not-ready agent Bundles: drover bundle list -A -l %s=true)", unavailable, budget, fleetv1alpha1.ManagedLabel)
 }
 
 // budget counts the agent Bundles not ready now and returns MaxUnavailable scaled to the

@@ -3,6 +3,7 @@ package agentmgmt
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -225,11 +227,21 @@ func TestRolloutBudget(t *testing.T) {
 		reconcile(v1, name) // creates are not upgrades: never held
 		setReady(name, true)
 	}
-	v2 := &Reconciler{Client: cl, AgentImage: "registry.example/drover:v2", MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+	rec := events.NewFakeRecorder(10)
+	v2 := &Reconciler{Client: cl, AgentImage: "registry.example/drover:v2", MaxUnavailable: ptr.To(intstr.FromInt32(1)), Recorder: rec}
 
 	setReady("a", false)
-	if res := reconcile(v2, "b"); res.RequeueAfter != budgetRetry || image("b") != v1.AgentImage {
-		t.Fatalf("with a not ready: result %+v, b runs %s; want b held at v1", res, image("b"))
+	for range 2 {
+		if res := reconcile(v2, "b"); res.RequeueAfter != budgetRetry || image("b") != v1.AgentImage {
+			t.Fatalf("with a not ready: result %+v, b runs %s; want b held at v1", res, image("b"))
+		}
+	}
+	// The cluster is told why, once for this upgrade however often it is retried.
+	if n := len(rec.Events); n != 1 {
+		t.Fatalf("%d Events for b's held upgrade, want 1", n)
+	}
+	if ev := <-rec.Events; !strings.Contains(ev, fleetv1alpha1.EventAgentUpgradeWaiting) || !strings.Contains(ev, "--agent-rollout-max-unavailable allows 1") {
+		t.Errorf("Event %q, want AgentUpgradeWaiting naming the budget", ev)
 	}
 	setReady("a", true)
 	if reconcile(v2, "b"); image("b") != v2.AgentImage {
