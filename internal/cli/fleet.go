@@ -124,7 +124,11 @@ func printFleetCluster(out io.Writer, c *fleetv1alpha1.Cluster, token string) er
 	fmt.Fprintf(w, "Registered with:\t%s\n", token)
 	fmt.Fprintf(w, "Connected:\t%v (last seen %s)\n", connected(c), ago(c.Status.Agent.LastSeen))
 	fmt.Fprintf(w, "Agent:\t%s in namespace %s\n", manifests.AgentVersion(c), orDash(c.Status.Agent.Namespace))
+	fmt.Fprintf(w, "Agent features:\t%s\n", orDash(strings.Join(c.Status.Agent.ReportedFeatures(), ", ")))
 	fmt.Fprintf(w, "Labels:\t%s\n", orDash(labelString(c.Labels)))
+	if v := c.Spec.TemplateValues; v != nil && len(v.Raw) > 0 && string(v.Raw) != "{}" && string(v.Raw) != "null" {
+		fmt.Fprintf(w, "Template values:\t%s\n", oneLine(string(v.Raw)))
+	}
 	fmt.Fprintf(w, "Cluster namespace:\t%s\n", orDash(c.Status.Namespace))
 	for _, cond := range c.Status.Conditions {
 		fmt.Fprintf(w, "Condition %s:\t%s (%s) %s\n", cond.Type, cond.Status, cond.Reason, oneLine(cond.Message))

@@ -78,7 +78,8 @@ func seedGolden(t *testing.T) {
 	seen := metav1.NewTime(goldenNow.Add(-30 * time.Second))
 	edge := &fleetv1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: goldenNS, Name: "edge-1", Labels: map[string]string{"drover.io/golden": "true", "env": "prod"}},
-		Spec:       fleetv1alpha1.ClusterSpec{AgentImage: "ghcr.io/droverhq/drover:v0.9.0"},
+		Spec: fleetv1alpha1.ClusterSpec{AgentImage: "ghcr.io/droverhq/drover:v0.9.0",
+			TemplateValues: &runtime.RawExtension{Raw: []byte(`{"host":"edge-1.example.com"}`)}},
 	}
 	mig := &migrationv1alpha1.CloudProviderMigration{
 		ObjectMeta: metav1.ObjectMeta{Namespace: goldenNS, Name: "rke2-prod", Labels: labels},
@@ -112,7 +113,8 @@ func seedGolden(t *testing.T) {
 		NonReadyClusters: []fleetv1alpha1.NonReadyCluster{{Name: "edge", State: "Pending", Message: "waiting for the agent"}},
 	}}
 	meta.SetStatusCondition(&web.Status.Conditions, cond("Ready", metav1.ConditionFalse, "NotReady", "1 of 2 clusters ready"))
-	edge.Status = fleetv1alpha1.ClusterStatus{Namespace: "cluster-golden-edge-1", Agent: fleetv1alpha1.AgentStatus{LastSeen: &seen, Namespace: "drover-agent"},
+	edge.Status = fleetv1alpha1.ClusterStatus{Namespace: "cluster-golden-edge-1", Agent: fleetv1alpha1.AgentStatus{LastSeen: &seen, Namespace: "drover-agent",
+		Features: []string{fleetv1alpha1.AgentFeatureHelmValues}, FeaturesSeen: &seen},
 		Conditions: []metav1.Condition{cond("Ready", metav1.ConditionTrue, "Ready", "namespace and RBAC in place")}}
 	mig.Status = migrationv1alpha1.CloudProviderMigrationStatus{Phase: migrationv1alpha1.PhaseRunning, CurrentStep: 2, Steps: []migrationv1alpha1.StepStatus{
 		{Index: 0, Name: "Preflight", Phase: migrationv1alpha1.StepSucceeded},

@@ -92,9 +92,18 @@ type AgentRBAC struct {
 // without it would install the template itself.
 const AgentFeatureHelmValues = "helmValues"
 
+// ReportedFeatures are the features the agent's last check-in reported (nil: none, or a list
+// left by an earlier agent).
+func (a *AgentStatus) ReportedFeatures() []string {
+	if a.LastSeen == nil || a.FeaturesSeen == nil || !a.FeaturesSeen.Equal(a.LastSeen) {
+		return nil
+	}
+	return a.Features
+}
+
 // HasFeature tells whether the agent's last check-in reported feature.
 func (a *AgentStatus) HasFeature(feature string) bool {
-	return a.LastSeen != nil && a.FeaturesSeen != nil && a.FeaturesSeen.Equal(a.LastSeen) && slices.Contains(a.Features, feature)
+	return slices.Contains(a.ReportedFeatures(), feature)
 }
 
 // AgentStatus is what the agent reports.
