@@ -108,15 +108,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	b := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: BundleName(c.Name)}}
+	upgrade := false // held against the budget: r.mu is held until the end
 	if r.MaxUnavailable != nil {
-		// Upgrades one at a time against the budget: the count and the write must not
-		// interleave with another worker's.
-		r.mu.Lock()
-		defer r.mu.Unlock()
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(b), b); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, err
 		}
-		if upgrade := b.ResourceVersion != "" && !b.Spec.Rollout.Paused && !equality.Semantic.DeepEqual(b.Spec.Resources, resources); upgrade {
+		if upgrade = b.ResourceVersion != "" && !b.Spec.Rollout.Paused && !equality.Semantic.DeepEqual(b.Spec.Resources, resources); upgrade {
+			// Upgrades one at a time against the budget: the count and the write must not
+			// interleave with another worker's.
+			r.mu.Lock()
+			defer r.mu.Unlock()
 			unavailable, budget, err := r.budget(ctx)
 			if err != nil {
 				return ctrl.Result{}, err
@@ -157,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if op != controllerutil.OperationResultNone {
 		ctrl.LoggerFrom(ctx).Info("Agent bundle written", "bundle", b.Name, "operation", op)
-		if r.MaxUnavailable != nil && op == controllerutil.OperationResultUpdated && before != "" {
+		if upgrade && op == controllerutil.OperationResultUpdated && before != "" {
 			if r.written == nil {
 				r.written = map[client.ObjectKey]string{}
 			}
