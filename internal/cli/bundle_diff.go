@@ -252,7 +252,12 @@ func (c *content) objects(ctx context.Context, bd string) ([]*unstructured.Unstr
 	}
 	manifest, err := helmchart.Render(ctx, c.helm.Chart, values, release, ns)
 	if err != nil {
-		return nil, fmt.Errorf("render the Helm chart as release %s/%s: %s", ns, release, helmchart.Redact(err.Error(), values, deployer.Sensitive))
+		msg := helmchart.Redact(err.Error(), values, deployer.Sensitive)
+		if len(c.helm.ValuesFrom) > 0 {
+			// The values the agent reads on the cluster (ConfigMaps, Secrets) are not known here.
+			msg += " (rendered without helm.valuesFrom, which only the cluster's agent reads)"
+		}
+		return nil, fmt.Errorf("render the Helm chart as release %s/%s: %s", ns, release, msg)
 	}
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
 	for {

@@ -109,6 +109,8 @@ type fleetHelm struct {
 	ReleaseName string         `json:"releaseName,omitempty"`
 	Values      map[string]any `json:"values,omitempty"`
 	ValuesFiles []string       `json:"valuesFiles,omitempty"`
+	// ValuesFrom are read by the agent on the downstream cluster.
+	ValuesFrom []fleetv1alpha1.HelmValuesFrom `json:"valuesFrom,omitempty"`
 	// DisablePreProcess: the values are not a template; they are passed as written.
 	DisablePreProcess bool `json:"disablePreProcess,omitempty"`
 }
@@ -120,7 +122,7 @@ func (h *fleetHelm) config() *HelmConfig {
 		return nil
 	}
 	return &HelmConfig{Chart: h.Chart, Repo: h.Repo, Version: h.Version, ReleaseName: h.ReleaseName,
-		Values: h.Values, ValuesFiles: h.ValuesFiles, template: !h.DisablePreProcess}
+		Values: h.Values, ValuesFiles: h.ValuesFiles, ValuesFrom: h.ValuesFrom, template: !h.DisablePreProcess}
 }
 
 // fleetGitTarget is an entry of Fleet's overrideTargets (a GitRepo target).

@@ -41,6 +41,9 @@ type HelmConfig struct {
 	// TemplateValues renders the values per cluster (Bundle spec.helm.templateValues: ${ }
 	// templates over the cluster's name, namespace, labels and annotations).
 	TemplateValues bool `json:"templateValues,omitempty"`
+	// ValuesFrom are ConfigMap and Secret keys the agent reads on the downstream cluster and
+	// merges over the values (Bundle spec.helm.valuesFrom): secrets that never enter Git.
+	ValuesFrom []fleetv1alpha1.HelmValuesFrom `json:"valuesFrom,omitempty"`
 
 	// template: the values are Fleet's template, rendered per cluster (a fleet.yaml's, unless
 	// helm.disablePreProcess); drover.yaml's values are used as written.
@@ -116,7 +119,22 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 	templated := (h.template || h.TemplateValues) && (bundle.Templated(values) || slices.ContainsFunc(cfg.TargetCustomizations, func(tc TargetCustomization) bool {
 		return tc.Helm != nil && bundle.Templated(tc.Helm.Values)
 	}))
+	for i, f := range h.ValuesFrom {
+		for _, ref := range []*fleetv1alpha1.ValuesKeyRef{f.ConfigMapKeyRef, f.SecretKeyRef} {
+			if ref != nil && ref.Name == "" {
+				return nil, nil, fail(where, "helm.valuesFrom[%d]: name is empty", i)
+			}
+		}
+		if f.ConfigMapKeyRef == nil && f.SecretKeyRef == nil {
+			return nil, nil, fail(where, "helm.valuesFrom[%d]: set configMapKeyRef or secretKeyRef", i)
+		}
+	}
 	check := func(values map[string]any, ns, key string) error {
+		if len(h.ValuesFrom) > 0 && !templated {
+			// Part of the values is on the downstream clusters: the chart can only be
+			// rendered there (a `required` value from a Secret would fail here).
+			return nil
+		}
 		if templated {
 			if err := bundle.ParseValuesTemplate(values); err != nil {
 				if key == "" {
@@ -154,7 +172,7 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 	if err := check(values, cfg.DefaultNamespace, ""); err != nil {
 		return nil, nil, err
 	}
-	out := &fleetv1alpha1.BundleHelm{Chart: archive, ReleaseName: release, TemplateValues: templated}
+	out := &fleetv1alpha1.BundleHelm{Chart: archive, ReleaseName: release, TemplateValues: templated, ValuesFrom: h.ValuesFrom}
 	if len(values) > 0 {
 		raw, err := json.Marshal(values)
 		if err != nil {
@@ -209,9 +227,9 @@ func addValues(co *checkout, p, where, key string, into map[string]any, files []
 		if err := yaml.Unmarshal(data, &v); err != nil {
 			return failf(fleetv1alpha1.ReasonRenderFailed, nil, "path %s: %s: not a YAML map of values: %s", p, f, err.Error())
 		}
-		mergeValues(into, v)
+		helmchart.MergeValues(into, v)
 	}
-	mergeValues(into, values)
+	helmchart.MergeValues(into, values)
 	return nil
 }
 
@@ -243,18 +261,4 @@ func joinPath(dir, f string) string {
 		return f
 	}
 	return dir + "/" + f
-}
-
-// mergeValues merges src over dst, maps key by key (as helm -f a.yaml -f b.yaml does).
-func mergeValues(dst, src map[string]any) map[string]any {
-	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok {
-				dst[k] = mergeValues(dm, sm)
-				continue
-			}
-		}
-		dst[k] = v
-	}
-	return dst
 }

@@ -510,3 +510,35 @@ func TestRenderFleetTemplatesDirectory(t *testing.T) {
 		t.Fatalf("rendered %+v, want one Bundle of two plain manifests", out)
 	}
 }
+
+// TestRenderHelmValuesFrom: a fleet.yaml's (or drover.yaml's) helm.valuesFrom goes to the
+// Bundle for the agents to read downstream, is not reported as unused, and the commit-time
+// chart check does not fail on a value only the cluster has; an entry naming nothing is an
+// error naming the key.
+func TestRenderHelmValuesFrom(t *testing.T) {
+	files := withFiles(chartFiles("app"), map[string]string{
+		"app/templates/db.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: db\ndata:\n  host: {{ required \"db.host comes from the cluster\" .Values.db.host | quote }}\n",
+		"app/fleet.yaml":        "helm:\n  valuesFrom:\n  - configMapKeyRef: {name: site}\n  - secretKeyRef: {name: db, namespace: infra, key: values}\n",
+	})
+	gr := &fleetv1alpha1.GitRepo{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: fleetv1alpha1.GitRepoSpec{Paths: []string{"app"}}}
+	out, err := render(t.Context(), testCheckout(files), gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || out[0].spec.Helm == nil {
+		t.Fatalf("rendered %+v, want one Helm Bundle", out)
+	}
+	want := []fleetv1alpha1.HelmValuesFrom{{ConfigMapKeyRef: &fleetv1alpha1.ValuesKeyRef{Name: "site"}},
+		{SecretKeyRef: &fleetv1alpha1.ValuesKeyRef{Name: "db", Namespace: "infra", Key: "values"}}}
+	if got := out[0].spec.Helm.ValuesFrom; !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("valuesFrom %+v, want %+v", got, want)
+	}
+	if w := strings.Join(out[0].warnings, "\n"); strings.Contains(w, "valuesFrom") {
+		t.Errorf("valuesFrom reported: %s", w)
+	}
+
+	files["app/fleet.yaml"] = "helm:\n  valuesFrom:\n  - {}\n"
+	if _, err := render(t.Context(), testCheckout(files), gr); err == nil || !strings.Contains(err.Error(), "app/fleet.yaml: helm.valuesFrom[0]: set configMapKeyRef or secretKeyRef") {
+		t.Errorf("error %v, want one naming helm.valuesFrom[0]", err)
+	}
+}

@@ -325,3 +325,18 @@ func sameHost(a, b string) bool {
 	ub, err2 := url.Parse(b)
 	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && ua.Host == ub.Host
 }
+
+// MergeValues merges src over dst, maps key by key (as helm -f a.yaml -f b.yaml does), and
+// returns dst.
+func MergeValues(dst, src map[string]any) map[string]any {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				dst[k] = MergeValues(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+	return dst
+}

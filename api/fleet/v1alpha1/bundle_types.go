@@ -74,6 +74,38 @@ type BundleHelm struct {
 	// A GitRepo sets it for a fleet.yaml's templated values unless helm.disablePreProcess.
 	// +optional
 	TemplateValues bool `json:"templateValues,omitempty"`
+	// ValuesFrom are values the agent reads on its downstream cluster when it installs or
+	// upgrades the release, as Fleet's helm.valuesFrom: each entry's ConfigMap key, then its
+	// Secret key (default key "values.yaml", namespace the release's), holds YAML values merged
+	// in order over the values above. Secrets stay on the downstream cluster: drover never sees
+	// them and the agent never shows them. They are read at each install or upgrade, not
+	// watched: a change takes effect with the Bundle's next update (drover bundle redeploy).
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	ValuesFrom []HelmValuesFrom `json:"valuesFrom,omitempty"`
+}
+
+// HelmValuesFrom names a ConfigMap key and/or a Secret key on the downstream cluster.
+type HelmValuesFrom struct {
+	// +optional
+	ConfigMapKeyRef *ValuesKeyRef `json:"configMapKeyRef,omitempty"`
+	// +optional
+	SecretKeyRef *ValuesKeyRef `json:"secretKeyRef,omitempty"`
+}
+
+// ValuesKeyRef is a key of a ConfigMap or Secret on the downstream cluster.
+type ValuesKeyRef struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Namespace defaults to the release's.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Key defaults to "values.yaml".
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Key string `json:"key,omitempty"`
 }
 
 // BundleTargetCustomization gives the targeted Clusters it matches their own content or

@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/release"
 	"helm.sh/helm/v4/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,6 +29,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/bundle"
@@ -59,6 +61,76 @@ func deploymentLabel(deploymentID string) string { return hash(deploymentID) }
 type helmRelease struct {
 	namespace, name string
 	values          map[string]any
+	// fromSecrets are the values read from downstream Secrets (valuesFrom): every one of them
+	// is redacted from messages, whatever its key's name.
+	fromSecrets []map[string]any
+}
+
+// valuesKey is a valuesFrom reference's default key, Fleet's.
+const valuesKey = "values.yaml"
+
+// withValuesFrom merges over rel's values what the ConfigMap and Secret keys of from hold on
+// the downstream cluster, in order (an entry's ConfigMap, then its Secret), as Fleet does.
+// Errors name the object and key, never a value.
+func (r *Reconciler) withValuesFrom(ctx context.Context, rel *helmRelease, from []fleetv1alpha1.HelmValuesFrom) error {
+	read := func(kind string, ref *fleetv1alpha1.ValuesKeyRef) (map[string]any, error) {
+		ns, key := ref.Namespace, ref.Key
+		if ns == "" {
+			ns = rel.namespace
+		}
+		if key == "" {
+			key = valuesKey
+		}
+		where := fmt.Sprintf("valuesFrom: %s %s/%s key %q", kind, ns, ref.Name, key)
+		var data []byte
+		var found bool
+		if kind == "ConfigMap" {
+			cm := &corev1.ConfigMap{}
+			if err := r.Downstream.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, cm); err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			var s string
+			s, found = cm.Data[key]
+			data = []byte(s)
+		} else {
+			sec := &corev1.Secret{}
+			if err := r.Downstream.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, sec); err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			data, found = sec.Data[key]
+		}
+		if !found {
+			return nil, fmt.Errorf("%s: no such key", where)
+		}
+		var values map[string]any
+		if err := yaml.Unmarshal(data, &values); err != nil {
+			// The parser's message can quote the text; say where only.
+			return nil, fmt.Errorf("%s: not a YAML map of values", where)
+		}
+		return values, nil
+	}
+	for _, f := range from {
+		for _, ref := range []struct {
+			kind string
+			ref  *fleetv1alpha1.ValuesKeyRef
+		}{{"ConfigMap", f.ConfigMapKeyRef}, {"Secret", f.SecretKeyRef}} {
+			if ref.ref == nil {
+				continue
+			}
+			values, err := read(ref.kind, ref.ref)
+			if err != nil {
+				return err
+			}
+			if ref.kind == "Secret" {
+				rel.fromSecrets = append(rel.fromSecrets, values)
+			}
+			if rel.values == nil {
+				rel.values = map[string]any{}
+			}
+			rel.values = helmchart.MergeValues(rel.values, values)
+		}
+	}
+	return nil
 }
 
 func (h helmRelease) String() string { return h.namespace + "/" + h.name }
@@ -135,7 +207,11 @@ func (r *Reconciler) reconcileHelm(ctx context.Context, bd, before *fleetv1alpha
 	rel, err := releaseOf(bd, h)
 	fail := func(err error) (ctrl.Result, error) {
 		// Helm's errors may quote values (a template's fail message): hide the sensitive ones.
-		msg := text.Clip(helmchart.Redact(err.Error(), rel.values, Sensitive), 1024)
+		msg := helmchart.Redact(err.Error(), rel.values, Sensitive)
+		for _, v := range rel.fromSecrets {
+			msg = helmchart.Redact(msg, v, func(string) bool { return true })
+		}
+		msg = text.Clip(msg, 1024)
 		bd.Status.Ready = false
 		setCond(bd, fleetv1alpha1.ConditionApplied, false, fleetv1alpha1.ReasonApplyFailed, "Helm release "+rel.String()+": "+msg)
 		setCond(bd, fleetv1alpha1.ConditionReady, false, fleetv1alpha1.ReasonApplyFailed, "Helm release "+rel.String()+" not deployed")
@@ -150,6 +226,9 @@ func (r *Reconciler) reconcileHelm(ctx context.Context, bd, before *fleetv1alpha
 	}
 	if bd.Status.AppliedDeploymentID == bd.Spec.DeploymentID && meta.IsStatusConditionTrue(bd.Status.Conditions, fleetv1alpha1.ConditionApplied) {
 		return r.checkHelm(ctx, bd, before, rel, h)
+	}
+	if err := r.withValuesFrom(ctx, &rel, h.ValuesFrom); err != nil {
+		return fail(err)
 	}
 	log.Info("Installing or upgrading Helm release", "release", rel.String())
 	deployed, err := r.helmDeploy(ctx, bd, rel, h.Chart)
