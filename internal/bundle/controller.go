@@ -137,7 +137,7 @@ var clusterTargetingChanged = predicate.Funcs{
 		o, n := e.ObjectOld.(*fleetv1alpha1.Cluster), e.ObjectNew.(*fleetv1alpha1.Cluster)
 		return !labels.Equals(o.Labels, n.Labels) || o.Status.Namespace != n.Status.Namespace ||
 			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() || o.UID != n.UID ||
-			Disconnected(o) != Disconnected(n) || o.Status.Agent.HasFeature(fleetv1alpha1.AgentFeatureHelmValues) != n.Status.Agent.HasFeature(fleetv1alpha1.AgentFeatureHelmValues) ||
+			Disconnected(o) != Disconnected(n) || !slices.Equal(o.Status.Agent.ReportedFeatures(), n.Status.Agent.ReportedFeatures()) ||
 			!equality.Semantic.DeepEqual(o.Spec.TemplateValues, n.Spec.TemplateValues)
 	},
 }
@@ -652,15 +652,24 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 	out map[string]*want, status []fleetv1alpha1.CustomizationStatus, failed, oldAgent map[string]string, err error) {
 	out = make(map[string]*want, len(targeted))
 	templated := b.Spec.Helm != nil && b.Spec.Helm.TemplateValues
+	oldAgent = map[string]string{}
+	if b.Spec.Helm != nil && len(b.Spec.Helm.ValuesFrom) > 0 {
+		// An agent that does not read helm.valuesFrom would install the release without them.
+		for ns, c := range targeted {
+			if why := lacksFeature(c, fleetv1alpha1.AgentFeatureHelmValuesFrom); why != "" {
+				oldAgent[ns] = why
+			}
+		}
+	}
 	if len(b.Spec.TargetCustomizations) == 0 && !templated {
 		for ns := range targeted {
 			out[ns] = def
 		}
-		return out, nil, nil, nil, nil
+		return out, nil, nil, oldAgent, nil
 	}
 	byName := map[string]*want{}
 	count := map[string]int{}
-	failed, oldAgent = map[string]string{}, map[string]string{}
+	failed = map[string]string{}
 	for ns, c := range targeted {
 		tc, err := Customization(b, c)
 		if err != nil {
@@ -708,16 +717,20 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 // lacksFeature says why c's agent cannot be given a BundleDeployment that needs feature ("":
 // it reports the feature).
 func lacksFeature(c *fleetv1alpha1.Cluster, feature string) string {
+	what, risk := "values templates", "would install the template itself"
+	if feature == fleetv1alpha1.AgentFeatureHelmValuesFrom {
+		what, risk = "helm.valuesFrom", "would install the release without those values"
+	}
 	a := c.Status.Agent
 	switch {
 	case a.HasFeature(feature):
 		return ""
 	case a.LastSeen == nil:
-		return "waiting for the agent to check in and report that it renders values templates"
+		return "waiting for the agent to check in and report that it reads " + what
 	case a.Version != "":
-		return fmt.Sprintf("its agent (%s) is older than values templates and would install the template itself; upgrade the agent", a.Version)
+		return fmt.Sprintf("its agent (%s) is older than %s and %s; upgrade the agent", a.Version, what, risk)
 	}
-	return "its agent is older than values templates and would install the template itself; upgrade the agent"
+	return fmt.Sprintf("its agent is older than %s and %s; upgrade the agent", what, risk)
 }
 
 // failedAt counts the BundleDeployments that failed to apply the deployment ID they should

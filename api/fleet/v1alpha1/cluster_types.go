@@ -92,6 +92,10 @@ type AgentRBAC struct {
 // without it would install the template itself.
 const AgentFeatureHelmValues = "helmValues"
 
+// AgentFeatureHelmValuesFrom means the agent reads a Helm release's spec.helm.valuesFrom on its
+// cluster. An agent without it would install the release without those values.
+const AgentFeatureHelmValuesFrom = "helmValuesFrom"
+
 // ReportedFeatures are the features the agent's last check-in reported (nil: none, or a list
 // left by an earlier agent).
 func (a *AgentStatus) ReportedFeatures() []string {

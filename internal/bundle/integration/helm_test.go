@@ -322,4 +322,27 @@ func TestTemplatedValuesWaitForTheAgent(t *testing.T) {
 	if after, err := bundleDeployment(t, oldName, b.Name); err != nil || after.Generation != bd.Generation {
 		t.Errorf("the rolled-back agent's BundleDeployment changed (%v): generation %d -> %d", err, bd.Generation, after.Generation)
 	}
+
+	// helm.valuesFrom needs the agent to read it (an older one would install without those
+	// values): the rolled-back agent's cluster waits, the current agent's is deployed.
+	vf := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: "vf-agent"},
+		Spec: fleetv1alpha1.BundleSpec{DefaultNamespace: ns,
+			Helm:    &fleetv1alpha1.BundleHelm{Chart: chart, ValuesFrom: []fleetv1alpha1.HelmValuesFrom{{ConfigMapKeyRef: &fleetv1alpha1.ValuesKeyRef{Name: "site"}}}},
+			Targets: []fleetv1alpha1.BundleTarget{{ClusterName: plainName}, {ClusterName: oldName}}}}
+	if err := mgmt.Client.Create(ctx, vf); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), vf) })
+	waitBundle(t, vf, 30*time.Second, func(got *fleetv1alpha1.Bundle) error {
+		c := meta.FindStatusCondition(got.Status.Conditions, fleetv1alpha1.ConditionReady)
+		if c == nil || c.Reason != fleetv1alpha1.ReasonAgentUpgradeRequired || !strings.Contains(c.Message, "helm.valuesFrom") ||
+			!strings.Contains(c.Message, "cluster "+oldName) || strings.Contains(c.Message, plainName) {
+			return fmt.Errorf("Ready %+v, want AgentUpgradeRequired for helm.valuesFrom on %s only", c, oldName)
+		}
+		return nil
+	})
+	waitBundleDeployment(t, plainName, vf.Name, 30*time.Second, func(*fleetv1alpha1.BundleDeployment) error { return nil })
+	if _, err := bundleDeployment(t, oldName, vf.Name); !apierrors.IsNotFound(err) {
+		t.Errorf("the old agent's cluster got a BundleDeployment with helm.valuesFrom (err %v)", err)
+	}
 }
