@@ -22,7 +22,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,7 +68,16 @@ type Reconciler struct {
 	// told: the Clusters told their upgrade waits, by the hash of the agent manifests it waits
 	// to get.
 	told map[client.ObjectKey]string
+	// counted is the last count of the fleet's agent Bundles (O(clusters)), reused for
+	// budgetMemo by the other held upgrades instead of counting again for each.
+	counted struct {
+		at                  time.Time
+		unavailable, budget int
+	}
 }
+
+// budgetMemo is how long one count of the fleet's agent Bundles serves.
+const budgetMemo = 2 * time.Second
 
 // budgetRetry is how soon an upgrade held by MaxUnavailable is tried again.
 const budgetRetry = 10 * time.Second
@@ -163,6 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				r.written = map[client.ObjectKey]string{}
 			}
 			r.written[client.ObjectKeyFromObject(b)] = b.ResourceVersion
+			r.counted.unavailable++ // this upgrade, in the count reused until budgetMemo is up
 		}
 	}
 	return ctrl.Result{}, nil
@@ -190,11 +199,33 @@ func (r *Reconciler) tellWaiting(c *fleetv1alpha1.Cluster, resources []runtime.R
 }
 
 // budget counts the agent Bundles not ready now and returns MaxUnavailable scaled to the
-// agent Bundles that count (connected clusters, not paused).
+// agent Bundles that count (connected clusters, not paused). A count younger than budgetMemo
+// is reused (the upgrades written since are counted in it).
 func (r *Reconciler) budget(ctx context.Context) (unavailable, budget int, err error) {
+	if time.Since(r.counted.at) < budgetMemo {
+		return r.counted.unavailable, r.counted.budget, nil
+	}
+	unavailable, budget, err = r.count(ctx)
+	if err == nil {
+		r.counted.at, r.counted.unavailable, r.counted.budget = time.Now(), unavailable, budget
+	}
+	return unavailable, budget, err
+}
+
+// count counts the fleet's agent Bundles (see budget), reading the cache without copies.
+func (r *Reconciler) count(ctx context.Context) (unavailable, budget int, err error) {
 	var bundles fleetv1alpha1.BundleList
-	if err := r.Client.List(ctx, &bundles, client.HasLabels{fleetv1alpha1.ClusterLabel}, client.MatchingLabels{fleetv1alpha1.ManagedLabel: "true"}); err != nil {
+	if err := r.Client.List(ctx, &bundles, client.HasLabels{fleetv1alpha1.ClusterLabel}, client.MatchingLabels{fleetv1alpha1.ManagedLabel: "true"},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return 0, 0, fmt.Errorf("list agent bundles: %w", err)
+	}
+	var clusters fleetv1alpha1.ClusterList
+	if err := r.Client.List(ctx, &clusters, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, 0, fmt.Errorf("list clusters: %w", err)
+	}
+	byKey := make(map[client.ObjectKey]*fleetv1alpha1.Cluster, len(clusters.Items))
+	for i := range clusters.Items {
+		byKey[client.ObjectKeyFromObject(&clusters.Items[i])] = &clusters.Items[i]
 	}
 	total := 0
 	seen := map[client.ObjectKey]bool{}
@@ -205,14 +236,8 @@ func (r *Reconciler) budget(ctx context.Context) (unavailable, budget int, err e
 		if b.Name != BundleName(b.Labels[fleetv1alpha1.ClusterLabel]) || b.Spec.Rollout.Paused {
 			continue
 		}
-		c := &fleetv1alpha1.Cluster{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Labels[fleetv1alpha1.ClusterLabel]}, c); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return 0, 0, err
-		}
-		if disconnected(c) {
+		c := byKey[client.ObjectKey{Namespace: b.Namespace, Name: b.Labels[fleetv1alpha1.ClusterLabel]}]
+		if c == nil || disconnected(c) {
 			continue
 		}
 		total++

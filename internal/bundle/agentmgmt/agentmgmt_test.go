@@ -2,9 +2,11 @@ package agentmgmt
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -243,15 +245,28 @@ func TestRolloutBudget(t *testing.T) {
 	if ev := <-rec.Events; !strings.Contains(ev, fleetv1alpha1.EventAgentUpgradeWaiting) || !strings.Contains(ev, "--agent-rollout-max-unavailable allows 1") {
 		t.Errorf("Event %q, want AgentUpgradeWaiting naming the budget", ev)
 	}
+	// A count serves the held upgrades for budgetMemo: a changes nothing until it is up.
 	setReady("a", true)
+	if res := reconcile(v2, "b"); res.RequeueAfter != budgetRetry || image("b") != v1.AgentImage {
+		t.Fatalf("within budgetMemo of the count: result %+v, b runs %s; want b still held", res, image("b"))
+	}
+	later := func() { v2.counted.at = time.Now().Add(-budgetMemo) }
+	later()
 	if reconcile(v2, "b"); image("b") != v2.AgentImage {
 		t.Fatalf("with every agent ready b runs %s, want v2", image("b"))
 	}
-	// b's upgrade is in flight (no status for it yet): c waits.
-	if res := reconcile(v2, "c"); res.RequeueAfter != budgetRetry || image("c") != v1.AgentImage {
-		t.Fatalf("during b's upgrade: result %+v, c runs %s; want c held", res, image("c"))
+	// b's upgrade is in flight, in the reused count and, once counted again, as written but
+	// without a status for it yet: c waits either way.
+	for _, recount := range []bool{false, true} {
+		if recount {
+			later()
+		}
+		if res := reconcile(v2, "c"); res.RequeueAfter != budgetRetry || image("c") != v1.AgentImage {
+			t.Fatalf("during b's upgrade (recounted %v): result %+v, c runs %s; want c held", recount, res, image("c"))
+		}
 	}
 	setReady("b", true)
+	later()
 	// A paused agent Bundle (an operator's canary hold) neither counts nor holds.
 	a := bundleOf("a")
 	a.Spec.Rollout.Paused = true
@@ -262,4 +277,47 @@ func TestRolloutBudget(t *testing.T) {
 	if reconcile(v2, "c"); image("c") != v2.AgentImage {
 		t.Fatalf("after b is ready c runs %s, want v2", image("c"))
 	}
+}
+
+// BenchmarkRolloutBudget measures what a held agent upgrade costs at 1,000 clusters: one count
+// of the fleet's agent Bundles (count), and a held Reconcile that reuses a recent count (held),
+// which is what all but one of the fleet's waiting clusters do every budgetRetry.
+func BenchmarkRolloutBudget(b *testing.B) {
+	const n = 1000
+	scheme := runtime.NewScheme()
+	if err := fleetv1alpha1.AddToScheme(scheme); err != nil {
+		b.Fatal(err)
+	}
+	var objs []client.Object
+	for i := range n {
+		name := fmt.Sprintf("c%04d", i)
+		c := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: name}, Spec: fleetv1alpha1.ClusterSpec{KubeConfigSecret: "kc"}}
+		c.Status.Namespace = "cluster-" + name
+		objs = append(objs, c)
+	}
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&fleetv1alpha1.Bundle{}).Build()
+	ctx := b.Context()
+	v1 := &Reconciler{Client: cl, AgentImage: "registry.example/drover:v1"}
+	for i := range n {
+		if _, err := v1.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ws", Name: fmt.Sprintf("c%04d", i)}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Every agent Bundle is not ready (no status): every upgrade is held.
+	v2 := &Reconciler{Client: cl, AgentImage: "registry.example/drover:v2", MaxUnavailable: ptr.To(intstr.FromString("10%"))}
+	b.Run("count", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := v2.count(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("held", func(b *testing.B) {
+		req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ws", Name: "c0001"}}
+		for b.Loop() {
+			if res, err := v2.Reconcile(ctx, req); err != nil || res.RequeueAfter != budgetRetry {
+				b.Fatalf("%+v %v: want held", res, err)
+			}
+		}
+	})
 }
