@@ -89,6 +89,13 @@ func DeleteUnused(ctx context.Context, c client.Client, ns, self string, names [
 		if used {
 			continue
 		}
+		// A pass that started from a Bundle status older than the previous pass's write names
+		// contents that pass deleted already: the cache knows (a DELETE would be refused 404).
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(fleetv1alpha1.GroupVersion.WithKind("BundleContent"))
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, m); apierrors.IsNotFound(err) {
+			continue
+		}
 		bc := &fleetv1alpha1.BundleContent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}}
 		if err := c.Delete(ctx, bc); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete unused content %s: %w", n, err)
