@@ -684,6 +684,9 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 				byName[tc.Name] = w
 			}
 			count[tc.Name]++
+			if why := lacksFeature(c, fleetv1alpha1.AgentFeatureHelmValuesFrom); len(tc.HelmValuesFrom) > 0 && why != "" {
+				oldAgent[ns] = why
+			}
 		}
 		out[ns] = w
 		if !templated {

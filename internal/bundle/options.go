@@ -1,6 +1,9 @@
 package bundle
 
 import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -46,6 +49,16 @@ func Variant(s *fleetv1alpha1.BundleSpec, tc *fleetv1alpha1.BundleTargetCustomiz
 	if helm != nil && tc.HelmValues != nil {
 		h := *helm
 		h.Values = tc.HelmValues
+		helm = &h
+	}
+	if helm != nil && len(tc.HelmValuesFrom) > 0 {
+		h := *helm
+		h.ValuesFrom = slices.Clone(helm.ValuesFrom)
+		for _, f := range tc.HelmValuesFrom {
+			if !slices.ContainsFunc(h.ValuesFrom, func(g fleetv1alpha1.HelmValuesFrom) bool { return equality.Semantic.DeepEqual(f, g) }) {
+				h.ValuesFrom = append(h.ValuesFrom, f)
+			}
+		}
 		helm = &h
 	}
 	return resources, helm, opts

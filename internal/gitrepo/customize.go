@@ -65,6 +65,8 @@ type TargetHelm struct {
 	Values map[string]any `json:"values,omitempty"`
 	// ValuesFiles are YAML files relative to the path, merged in order over the path's values.
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
+	// ValuesFrom are added after the path's helm.valuesFrom (read by the agents downstream).
+	ValuesFrom []fleetv1alpha1.HelmValuesFrom `json:"valuesFrom,omitempty"`
 }
 
 // bundleCustomization is tc's part of the Bundle's customization, without content.

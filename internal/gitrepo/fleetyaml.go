@@ -163,11 +163,12 @@ type fleetTarget struct {
 // fleetTargetHelm is a customization's helm: drover's keys, and a chart of its own, which
 // drover does not support (its clusters get nothing rather than the path's chart).
 type fleetTargetHelm struct {
-	Values      map[string]any `json:"values,omitempty"`
-	ValuesFiles []string       `json:"valuesFiles,omitempty"`
-	Chart       string         `json:"chart,omitempty"`
-	Repo        string         `json:"repo,omitempty"`
-	Version     string         `json:"version,omitempty"`
+	Values      map[string]any                 `json:"values,omitempty"`
+	ValuesFiles []string                       `json:"valuesFiles,omitempty"`
+	ValuesFrom  []fleetv1alpha1.HelmValuesFrom `json:"valuesFrom,omitempty"`
+	Chart       string                         `json:"chart,omitempty"`
+	Repo        string                         `json:"repo,omitempty"`
+	Version     string                         `json:"version,omitempty"`
 }
 
 // fleetYAML is a customization's yaml: the overlays (overlays/NAME of the path) Fleet applies
@@ -346,7 +347,7 @@ func parseFleetConfig(data []byte) (*Config, *fleetReport, error) {
 		tc := TargetCustomization{Name: name, ClusterName: t.ClusterName, ClusterSelector: t.ClusterSelector,
 			DefaultNamespace: t.DefaultNamespace, Kustomize: t.Kustomize, namespace: t.Namespace, fleetKey: key}
 		if t.Helm != nil {
-			tc.Helm = &TargetHelm{Values: t.Helm.Values, ValuesFiles: t.Helm.ValuesFiles}
+			tc.Helm = &TargetHelm{Values: t.Helm.Values, ValuesFiles: t.Helm.ValuesFiles, ValuesFrom: t.Helm.ValuesFrom}
 		}
 		c.TargetCustomizations = append(c.TargetCustomizations, tc)
 	}

@@ -119,18 +119,25 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 	templated := (h.template || h.TemplateValues) && (bundle.Templated(values) || slices.ContainsFunc(cfg.TargetCustomizations, func(tc TargetCustomization) bool {
 		return tc.Helm != nil && bundle.Templated(tc.Helm.Values)
 	}))
-	for i, f := range h.ValuesFrom {
-		for _, ref := range []*fleetv1alpha1.ValuesKeyRef{f.ConfigMapKeyRef, f.SecretKeyRef} {
-			if ref != nil && ref.Name == "" {
-				return nil, nil, fail(where, "helm.valuesFrom[%d]: name is empty", i)
+	validFrom := func(key string, from []fleetv1alpha1.HelmValuesFrom) error {
+		for i, f := range from {
+			for _, ref := range []*fleetv1alpha1.ValuesKeyRef{f.ConfigMapKeyRef, f.SecretKeyRef} {
+				if ref != nil && ref.Name == "" {
+					return fail(where, "%s.valuesFrom[%d]: name is empty", key, i)
+				}
+			}
+			if f.ConfigMapKeyRef == nil && f.SecretKeyRef == nil {
+				return fail(where, "%s.valuesFrom[%d]: set configMapKeyRef or secretKeyRef", key, i)
 			}
 		}
-		if f.ConfigMapKeyRef == nil && f.SecretKeyRef == nil {
-			return nil, nil, fail(where, "helm.valuesFrom[%d]: set configMapKeyRef or secretKeyRef", i)
-		}
+		return nil
 	}
+	if err := validFrom("helm", h.ValuesFrom); err != nil {
+		return nil, nil, err
+	}
+	fromCluster := len(h.ValuesFrom) > 0
 	check := func(values map[string]any, ns, key string) error {
-		if len(h.ValuesFrom) > 0 && !templated {
+		if fromCluster && !templated {
 			// Part of the values is on the downstream clusters: the chart can only be
 			// rendered there (a `required` value from a Secret would fail here).
 			return nil
@@ -196,6 +203,11 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 			if err := addValues(co, p, where, key+".helm", own, tc.Helm.ValuesFiles, tc.Helm.Values); err != nil {
 				return nil, nil, err
 			}
+			if err := validFrom(key+".helm", tc.Helm.ValuesFrom); err != nil {
+				return nil, nil, err
+			}
+			btc.HelmValuesFrom = tc.Helm.ValuesFrom
+			fromCluster = len(h.ValuesFrom) > 0 || len(tc.Helm.ValuesFrom) > 0
 			ns := btc.DefaultNamespace
 			if ns == "" {
 				ns = cfg.DefaultNamespace

@@ -537,6 +537,22 @@ func TestRenderHelmValuesFrom(t *testing.T) {
 		t.Errorf("valuesFrom reported: %s", w)
 	}
 
+	// A customization's are added after the path's, for its clusters only; its chart check
+	// does not fail on the value only those clusters have either.
+	files["app/fleet.yaml"] = "targetCustomizations:\n- name: edge\n  clusterSelector: {matchLabels: {env: edge}}\n" +
+		"  helm:\n    valuesFrom: [{secretKeyRef: {name: db}}]\n"
+	files["app/templates/db.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: db\ndata:\n  host: {{ .Values.dbHost | default \"localhost\" | quote }}\n" +
+		"  {{- if .Values.edge }}{{ required \"edge clusters have it\" .Values.dbHost }}{{ end }}\n"
+	files["app/fleet.yaml"] += "    values: {edge: true}\n"
+	out, err = render(t.Context(), testCheckout(files), gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tcs := out[0].spec.TargetCustomizations; len(tcs) != 1 || !equality.Semantic.DeepEqual(tcs[0].HelmValuesFrom, []fleetv1alpha1.HelmValuesFrom{{SecretKeyRef: &fleetv1alpha1.ValuesKeyRef{Name: "db"}}}) ||
+		len(out[0].spec.Helm.ValuesFrom) != 0 {
+		t.Errorf("customizations %+v, path valuesFrom %+v; want the customization's own", tcs, out[0].spec.Helm.ValuesFrom)
+	}
+
 	files["app/fleet.yaml"] = "helm:\n  valuesFrom:\n  - {}\n"
 	if _, err := render(t.Context(), testCheckout(files), gr); err == nil || !strings.Contains(err.Error(), "app/fleet.yaml: helm.valuesFrom[0]: set configMapKeyRef or secretKeyRef") {
 		t.Errorf("error %v, want one naming helm.valuesFrom[0]", err)

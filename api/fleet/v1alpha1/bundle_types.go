@@ -144,6 +144,11 @@ type BundleTargetCustomization struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	HelmValues *runtime.RawExtension `json:"helmValues,omitempty"`
+	// HelmValuesFrom are added after spec.helm.valuesFrom on the matching Clusters (an entry
+	// the Bundle has already is not repeated), as Fleet merges a customization's.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	HelmValuesFrom []HelmValuesFrom `json:"helmValuesFrom,omitempty"`
 }
 
 // BundleSpec is a set of manifests and the clusters they go to.
