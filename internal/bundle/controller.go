@@ -684,8 +684,10 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 				byName[tc.Name] = w
 			}
 			count[tc.Name]++
-			if why := lacksFeature(c, fleetv1alpha1.AgentFeatureHelmValuesFrom); len(tc.HelmValuesFrom) > 0 && why != "" {
-				oldAgent[ns] = why
+			if b.Spec.Helm != nil && len(tc.HelmValuesFrom) > 0 {
+				if why := lacksFeature(c, fleetv1alpha1.AgentFeatureHelmValuesFrom); why != "" {
+					oldAgent[ns] = why
+				}
 			}
 		}
 		out[ns] = w
