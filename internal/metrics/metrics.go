@@ -38,6 +38,13 @@ var (
 	// (Ready=False, AgentDisconnected) or "waiting" (never checked in).
 	FleetClusters = NewTracker(namespace+"_fleet_clusters",
 		"Fleet Clusters by agent state (connected, disconnected, waiting).", "state")
+
+	// AgentUpgradesWaiting is the number of fleet Clusters whose agent upgrade waits for the
+	// fleet's agent rollout budget (drover server --agent-rollout-max-unavailable).
+	AgentUpgradesWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "agent_upgrades_waiting",
+		Help: "Fleet Clusters whose agent upgrade waits for the agent rollout budget (--agent-rollout-max-unavailable).",
+	})
 )
 
 // Fleet cluster states (FleetClusters' state label).
@@ -103,7 +110,7 @@ const (
 )
 
 func init() {
-	register(Registrations, GrantDuration, FleetClusters, Bundles, BundleDeployments, BundleEvents, GitRepos, GitRepoFetches, WebhookThrottled)
+	register(Registrations, GrantDuration, FleetClusters, AgentUpgradesWaiting, Bundles, BundleDeployments, BundleEvents, GitRepos, GitRepoFetches, WebhookThrottled)
 }
 
 // all are drover's domain metrics (TestEveryMetricIsDocumented checks docs/metrics.md).

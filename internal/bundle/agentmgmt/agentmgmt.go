@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,6 +36,7 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/manifests"
+	"github.com/droverhq/drover/internal/metrics"
 	"github.com/droverhq/drover/internal/registration/names"
 )
 
@@ -74,6 +76,28 @@ type Reconciler struct {
 		at                  time.Time
 		unavailable, budget int
 	}
+
+	waitingMu sync.Mutex
+	// waiting are the Clusters whose upgrade waits for the budget (metrics.AgentUpgradesWaiting).
+	waiting map[client.ObjectKey]bool
+}
+
+// setWaiting records whether the agent upgrade of the Cluster key waits for the budget.
+func (r *Reconciler) setWaiting(key client.ObjectKey, waits bool) {
+	r.waitingMu.Lock()
+	defer r.waitingMu.Unlock()
+	if waits == r.waiting[key] {
+		return
+	}
+	if r.waiting == nil {
+		r.waiting = map[client.ObjectKey]bool{}
+	}
+	if waits {
+		r.waiting[key] = true
+	} else {
+		delete(r.waiting, key)
+	}
+	metrics.AgentUpgradesWaiting.Set(float64(len(r.waiting)))
 }
 
 // budgetMemo is how long one count of the fleet's agent Bundles serves.
@@ -104,8 +128,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &fleetv1alpha1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.setWaiting(req.NamespacedName, false)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	waits := false
+	defer func() { r.setWaiting(req.NamespacedName, waits) }()
 	// Managed once registered: imported (the importer installed the agent) or checked in.
 	if !c.DeletionTimestamp.IsZero() || c.Status.Namespace == "" || c.Annotations[OptOutAnnotation] == "false" ||
 		c.Spec.KubeConfigSecret == "" && c.Status.Agent.LastSeen == nil {
@@ -134,6 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				ctrl.LoggerFrom(ctx).V(1).Info("Agent upgrade waits: the fleet's agent rollout budget is used",
 					"bundle", b.Name, "notReady", unavailable, "maxUnavailable", budget)
 				r.tellWaiting(c, resources, unavailable, budget)
+				waits = true
 				return ctrl.Result{RequeueAfter: budgetRetry}, nil
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,6 +27,7 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/manifests"
+	"github.com/droverhq/drover/internal/metrics"
 )
 
 // TestResources checks the agent Bundle's contract, property by property, rather than
@@ -238,7 +240,10 @@ func TestRolloutBudget(t *testing.T) {
 			t.Fatalf("with a not ready: result %+v, b runs %s; want b held at v1", res, image("b"))
 		}
 	}
-	// The cluster is told why, once for this upgrade however often it is retried.
+	// The cluster is told why, once for this upgrade however often it is retried, and counted.
+	if got := testutil.ToFloat64(metrics.AgentUpgradesWaiting); got != 1 {
+		t.Errorf("drover_agent_upgrades_waiting %v with b held, want 1", got)
+	}
 	if n := len(rec.Events); n != 1 {
 		t.Fatalf("%d Events for b's held upgrade, want 1", n)
 	}
@@ -254,6 +259,9 @@ func TestRolloutBudget(t *testing.T) {
 	later()
 	if reconcile(v2, "b"); image("b") != v2.AgentImage {
 		t.Fatalf("with every agent ready b runs %s, want v2", image("b"))
+	}
+	if got := testutil.ToFloat64(metrics.AgentUpgradesWaiting); got != 0 {
+		t.Errorf("drover_agent_upgrades_waiting %v once b is upgraded, want 0", got)
 	}
 	// b's upgrade is in flight, in the reused count and, once counted again, as written but
 	// without a status for it yet: c waits either way.
