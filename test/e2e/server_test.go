@@ -34,9 +34,16 @@ type droverServer struct {
 	cmd     *exec.Cmd
 	out     *envtest.SyncBuffer
 	dataDir string
+	extra   []string
 	health  string
 	done    chan error
+	// starts counts the process's starts; from is where the current one's output begins.
+	starts, from int
 }
+
+// bindRetries is how often a server whose address was taken between freeAddr and its bind
+// (by one of the embedded control plane's own processes, or another test) is started again.
+const bindRetries = 3
 
 func freeAddr(t testing.TB) string {
 	t.Helper()
@@ -50,17 +57,27 @@ func freeAddr(t testing.TB) string {
 
 func startServer(t testing.TB, dataDir string, extra ...string) *droverServer {
 	t.Helper()
-	s := &droverServer{out: &envtest.SyncBuffer{}, dataDir: dataDir, health: freeAddr(t), done: make(chan error, 1)}
-	args := append([]string{"server", "--data-dir", dataDir, "--bin-dir", binDir, "--apiserver-port", "0",
-		"--metrics-bind-address", freeAddr(t), "--health-probe-bind-address", s.health}, extra...)
-	s.cmd = exec.Command(droverBin, args...)
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.done <- s.cmd.Wait() }()
+	s := &droverServer{out: &envtest.SyncBuffer{}, dataDir: dataDir, extra: extra}
+	s.start(t)
 	t.Cleanup(func() { _ = s.cmd.Process.Kill() })
 	return s
+}
+
+// start starts the process, on addresses free now.
+func (s *droverServer) start(t testing.TB) {
+	t.Helper()
+	s.health, s.done, s.from = freeAddr(t), make(chan error, 1), len(s.out.String())
+	args := append([]string{"server", "--data-dir", s.dataDir, "--bin-dir", binDir, "--apiserver-port", "0",
+		"--metrics-bind-address", freeAddr(t), "--health-probe-bind-address", s.health}, s.extra...)
+	cmd := exec.Command(droverBin, args...)
+	cmd.Stdout, cmd.Stderr = s.out, s.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd = cmd
+	s.starts++
+	done := s.done
+	go func() { done <- cmd.Wait() }()
 }
 
 func (s *droverServer) waitReady(t testing.TB) {
@@ -68,6 +85,11 @@ func (s *droverServer) waitReady(t testing.TB) {
 	eventually(t, 60*time.Second, func() error {
 		select {
 		case err := <-s.done:
+			if out := s.out.String()[s.from:]; strings.Contains(out, "address already in use") && s.starts < bindRetries {
+				t.Logf("drover server could not bind an address freeAddr chose (taken since); starting it again:\n%s", out)
+				s.start(t)
+				return fmt.Errorf("started again after %v", err)
+			}
 			t.Fatalf("drover server exited (%v):\n%s", err, s.out)
 		default:
 		}
