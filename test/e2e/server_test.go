@@ -88,7 +88,7 @@ func (s *droverServer) waitReady(t testing.TB) {
 			if out := s.out.String()[s.from:]; strings.Contains(out, "address already in use") && s.starts < bindRetries {
 				t.Logf("drover server could not bind an address freeAddr chose (taken since); starting it again:\n%s", out)
 				s.start(t)
-				return fmt.Errorf("started again after %v", err)
+				return fmt.Errorf("started again after %w", err)
 			}
 			t.Fatalf("drover server exited (%v):\n%s", err, s.out)
 		default:
