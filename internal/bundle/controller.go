@@ -653,17 +653,12 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 	out = make(map[string]*want, len(targeted))
 	templated := b.Spec.Helm != nil && b.Spec.Helm.TemplateValues
 	oldAgent = map[string]string{}
-	if b.Spec.Helm != nil && len(b.Spec.Helm.ValuesFrom) > 0 {
-		// An agent that does not read helm.valuesFrom would install the release without them.
+	if len(b.Spec.TargetCustomizations) == 0 && !templated {
 		for ns, c := range targeted {
-			if why := lacksFeature(c, fleetv1alpha1.AgentFeatureHelmValuesFrom); why != "" {
+			out[ns] = def
+			if why := lacksFeatures(c, agentFeatures(b, nil)); why != "" {
 				oldAgent[ns] = why
 			}
-		}
-	}
-	if len(b.Spec.TargetCustomizations) == 0 && !templated {
-		for ns := range targeted {
-			out[ns] = def
 		}
 		return out, nil, nil, oldAgent, nil
 	}
@@ -684,18 +679,13 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 				byName[tc.Name] = w
 			}
 			count[tc.Name]++
-			if b.Spec.Helm != nil && len(tc.HelmValuesFrom) > 0 {
-				if why := lacksFeature(c, fleetv1alpha1.AgentFeatureHelmValuesFrom); why != "" {
-					oldAgent[ns] = why
-				}
-			}
 		}
 		out[ns] = w
-		if !templated {
+		if why := lacksFeatures(c, agentFeatures(b, tc)); why != "" {
+			oldAgent[ns] = why // its values are not rendered: it gets nothing new
 			continue
 		}
-		if why := lacksFeature(c, fleetv1alpha1.AgentFeatureHelmValues); why != "" {
-			oldAgent[ns] = why
+		if !templated {
 			continue
 		}
 		_, _, _, values, err := ClusterVariant(&b.Spec, tc, c)
@@ -719,23 +709,47 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 	return out, status, failed, oldAgent, nil
 }
 
-// lacksFeature says why c's agent cannot be given a BundleDeployment that needs feature ("":
-// it reports the feature).
-func lacksFeature(c *fleetv1alpha1.Cluster, feature string) string {
-	what, risk := "values templates", "would install the template itself"
-	if feature == fleetv1alpha1.AgentFeatureHelmValuesFrom {
-		what, risk = "helm.valuesFrom", "would install the release without those values"
+// agentFeatures are the agent features (fleetv1alpha1.AgentFeature*) the BundleDeployments of
+// b's version for customization tc (nil: b's own) need: an agent without one would misread them.
+func agentFeatures(b *fleetv1alpha1.Bundle, tc *fleetv1alpha1.BundleTargetCustomization) []string {
+	h := b.Spec.Helm
+	if h == nil {
+		return nil
 	}
+	var out []string
+	if h.TemplateValues {
+		out = append(out, fleetv1alpha1.AgentFeatureHelmValues)
+	}
+	if len(h.ValuesFrom) > 0 || tc != nil && len(tc.HelmValuesFrom) > 0 {
+		out = append(out, fleetv1alpha1.AgentFeatureHelmValuesFrom)
+	}
+	return out
+}
+
+// featureRisk says, per agent feature, what it is and what an agent without it would do.
+var featureRisk = map[string][2]string{
+	fleetv1alpha1.AgentFeatureHelmValues:     {"values templates", "would install the template itself"},
+	fleetv1alpha1.AgentFeatureHelmValuesFrom: {"helm.valuesFrom", "would install the release without those values"},
+}
+
+// lacksFeatures says why c's agent cannot be given a BundleDeployment that needs features ("":
+// it reports them all).
+func lacksFeatures(c *fleetv1alpha1.Cluster, features []string) string {
 	a := c.Status.Agent
-	switch {
-	case a.HasFeature(feature):
-		return ""
-	case a.LastSeen == nil:
-		return "waiting for the agent to check in and report that it reads " + what
-	case a.Version != "":
-		return fmt.Sprintf("its agent (%s) is older than %s and %s; upgrade the agent", a.Version, what, risk)
+	for _, f := range features {
+		if a.HasFeature(f) {
+			continue
+		}
+		what, risk := featureRisk[f][0], featureRisk[f][1]
+		switch {
+		case a.LastSeen == nil:
+			return "waiting for the agent to check in and report that it reads " + what
+		case a.Version != "":
+			return fmt.Sprintf("its agent (%s) is older than %s and %s; upgrade the agent", a.Version, what, risk)
+		}
+		return fmt.Sprintf("its agent is older than %s and %s; upgrade the agent", what, risk)
 	}
-	return fmt.Sprintf("its agent is older than %s and %s; upgrade the agent", what, risk)
+	return ""
 }
 
 // failedAt counts the BundleDeployments that failed to apply the deployment ID they should

@@ -135,8 +135,8 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 	if err := validFrom("helm", h.ValuesFrom); err != nil {
 		return nil, nil, err
 	}
-	fromCluster := len(h.ValuesFrom) > 0
-	check := func(values map[string]any, ns, key string) error {
+	// fromCluster: part of the values are read by the agents downstream (valuesFrom).
+	check := func(values map[string]any, ns, key string, fromCluster bool) error {
 		if fromCluster && !templated {
 			// Part of the values is on the downstream clusters: the chart can only be
 			// rendered there (a `required` value from a Secret would fail here).
@@ -176,7 +176,7 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 		}
 		return fail(file, "the chart does not render: %s", msg)
 	}
-	if err := check(values, cfg.DefaultNamespace, ""); err != nil {
+	if err := check(values, cfg.DefaultNamespace, "", len(h.ValuesFrom) > 0); err != nil {
 		return nil, nil, err
 	}
 	out := &fleetv1alpha1.BundleHelm{Chart: archive, ReleaseName: release, TemplateValues: templated, ValuesFrom: h.ValuesFrom}
@@ -207,12 +207,11 @@ func renderHelm(ctx context.Context, co *checkout, gr *fleetv1alpha1.GitRepo, p,
 				return nil, nil, err
 			}
 			btc.HelmValuesFrom = tc.Helm.ValuesFrom
-			fromCluster = len(h.ValuesFrom) > 0 || len(tc.Helm.ValuesFrom) > 0
 			ns := btc.DefaultNamespace
 			if ns == "" {
 				ns = cfg.DefaultNamespace
 			}
-			if err := check(own, ns, key+" ("+tc.Name+")"); err != nil {
+			if err := check(own, ns, key+" ("+tc.Name+")", len(h.ValuesFrom) > 0 || len(tc.Helm.ValuesFrom) > 0); err != nil {
 				return nil, nil, err
 			}
 			raw, err := json.Marshal(own)

@@ -130,6 +130,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.setWaiting(req.NamespacedName, false)
+			r.mu.Lock()
+			delete(r.told, req.NamespacedName) // a Cluster of that name later is told again
+			r.mu.Unlock()
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
