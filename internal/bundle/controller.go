@@ -314,6 +314,9 @@ func (r *Reconciler) finalize(ctx context.Context, req ctrl.Request, b *fleetv1a
 	if err := content.DeleteUnused(ctx, r.Client, req.Namespace, req.Name, unused); err != nil {
 		return err
 	}
+	if err := content.DeleteSlots(ctx, r.Client, req.Namespace, req.Name); err != nil {
+		return err
+	}
 	metrics.Bundles.Delete(req.String())
 	metrics.BundleDeployments.Delete(req.String())
 	if b.Name != "" && controllerutil.ContainsFinalizer(b, Finalizer) {
@@ -338,7 +341,9 @@ type pass struct {
 	targeted map[string]*fleetv1alpha1.Cluster // by cluster namespace
 	wants    map[string]*want                  // by cluster namespace
 	custom   []fleetv1alpha1.CustomizationStatus
-	heldDeps map[string]string // cluster namespace → why a dependency holds it
+	// addressed: the versions of clusters whose agent reads no content slots.
+	addressed addressing
+	heldDeps  map[string]string // cluster namespace → why a dependency holds it
 	// heldTemplate: cluster namespace → why the Helm values template does not render for it;
 	// heldAgent: why its agent cannot be given this version. Such a cluster keeps what it runs.
 	heldTemplate, heldAgent map[string]string
@@ -365,8 +370,20 @@ func (p *pass) wantID(bd *fleetv1alpha1.BundleDeployment) string {
 // target stores the Bundle's content (and its customizations') and finds the clusters it
 // targets, what each gets, and which a dependency holds.
 func (p *pass) target(ctx context.Context) error {
+	// Slots BundleDeployments may reference are not overwritten: those the cached ones do and
+	// those the last status listed (a cache that has not seen the last pass's writes yet).
+	used := map[string]bool{}
+	for _, n := range p.before.Status.Contents {
+		used[n] = true
+	}
+	for i := range p.existing {
+		if ref := p.existing[i].Spec.Content; ref != nil && ref.Namespace == p.b.Namespace {
+			used[ref.Name] = true
+		}
+	}
+	inUse := func(n string) bool { return used[n] }
 	var err error
-	if p.def, err = p.r.variant(ctx, p.b, nil); err != nil {
+	if p.def, err = p.r.variant(ctx, p.b, nil, inUse); err != nil {
 		return err
 	}
 	clusters, err := p.r.candidates(ctx, p.b)
@@ -389,8 +406,15 @@ func (p *pass) target(ctx context.Context) error {
 	}
 	// What each targeted cluster gets: the Bundle's own version, or its first matching target
 	// customization's.
-	if p.wants, p.custom, p.heldTemplate, p.heldAgent, err = p.r.wanted(ctx, p.b, p.def, p.targeted); err != nil {
+	if p.wants, p.custom, p.heldTemplate, p.heldAgent, err = p.r.wanted(ctx, p.b, p.def, p.targeted, inUse); err != nil {
 		return err
+	}
+	for ns, c := range p.targeted {
+		if !c.Status.Agent.HasFeature(fleetv1alpha1.AgentFeatureContentSlots) {
+			if p.wants[ns], err = p.addressed.of(ctx, p.r.Client, p.b, p.wants[ns]); err != nil {
+				return err
+			}
+		}
 	}
 	// Clusters on which a dependency is not ready get no new BundleDeployment and no update.
 	p.heldDeps, err = p.r.heldByDependencies(ctx, p.b, p.targeted)
@@ -559,9 +583,13 @@ func (p *pass) writeStatus(ctx context.Context) error {
 	templateStatus(b, p.heldTemplate, p.targeted, p.have)
 	agentStatus(b, p.heldAgent, p.targeted, p.have)
 	b.Status.Contents = []string{p.def.spec.Content.Name}
+	names := slices.Clone(p.addressed.stored)
 	for _, c := range p.custom {
-		if !slices.Contains(b.Status.Contents, c.Content) {
-			b.Status.Contents = append(b.Status.Contents, c.Content)
+		names = append(names, c.Content)
+	}
+	for _, n := range names {
+		if !slices.Contains(b.Status.Contents, n) {
+			b.Status.Contents = append(b.Status.Contents, n)
 		}
 	}
 	for _, bd := range p.bds {
@@ -622,25 +650,65 @@ type want struct {
 	// name is the target customization's ("" for the Bundle's own version).
 	name string
 	spec fleetv1alpha1.BundleDeploymentSpec
+	// The content, for storing it content-addressed too (agents without content slots).
+	resources []runtime.RawExtension
+	helm      *fleetv1alpha1.BundleHelm
 }
 
 // variant stores the content of b's version for the clusters of customization tc (nil: the
-// Bundle's own) and returns their BundleDeployment spec.
-func (r *Reconciler) variant(ctx context.Context, b *fleetv1alpha1.Bundle, tc *fleetv1alpha1.BundleTargetCustomization) (*want, error) {
+// Bundle's own) in one of its content slots, never one inUse, and returns their
+// BundleDeployment spec.
+func (r *Reconciler) variant(ctx context.Context, b *fleetv1alpha1.Bundle, tc *fleetv1alpha1.BundleTargetCustomization, inUse func(string) bool) (*want, error) {
 	resources, helm, opts := Variant(&b.Spec, tc)
-	contentName, err := content.Store(ctx, r.Client, b.Namespace, resources, helm)
-	if err != nil {
-		return nil, err
-	}
-	w := &want{spec: fleetv1alpha1.BundleDeploymentSpec{
-		Options: opts,
-		Content: &fleetv1alpha1.ContentReference{Namespace: b.Namespace, Name: contentName},
-	}}
+	w := &want{resources: resources, helm: helm}
 	if tc != nil {
 		w.name = tc.Name
 	}
-	w.spec.DeploymentID = contentName[:14] + ":" + shortHash(w.spec.Options)
+	slot, sum, err := content.StoreSlot(ctx, r.Client, b, w.name, resources, helm, inUse)
+	if err != nil {
+		return nil, err
+	}
+	w.spec = fleetv1alpha1.BundleDeploymentSpec{
+		Options: opts,
+		Content: &fleetv1alpha1.ContentReference{Namespace: b.Namespace, Name: slot, SHA256: sum},
+	}
+	// The content's address, wherever it is stored: the same version has the same ID.
+	w.spec.DeploymentID = "s-" + sum[:12] + ":" + shortHash(w.spec.Options)
 	return w, nil
+}
+
+// addressing gives clusters whose agent does not check a content slot's sha256
+// (fleetv1alpha1.AgentFeatureContentSlots) their version with its content stored
+// content-addressed (immutable): such an agent keeps what it read by name and would apply an
+// older version from a reused slot.
+type addressing struct {
+	refs   map[string]*fleetv1alpha1.ContentReference // slot@sha256 → content-addressed
+	wants  map[*want]*want
+	stored []string // the content-addressed names used
+}
+
+// of returns w as such a cluster gets it.
+func (a *addressing) of(ctx context.Context, c client.Client, b *fleetv1alpha1.Bundle, w *want) (*want, error) {
+	if out := a.wants[w]; out != nil {
+		return out, nil
+	}
+	key := w.spec.Content.Name + "@" + w.spec.Content.SHA256
+	ref := a.refs[key]
+	if ref == nil {
+		name, err := content.Store(ctx, c, b.Namespace, w.resources, w.helm)
+		if err != nil {
+			return nil, err
+		}
+		if a.refs == nil {
+			a.refs, a.wants = map[string]*fleetv1alpha1.ContentReference{}, map[*want]*want{}
+		}
+		ref = &fleetv1alpha1.ContentReference{Namespace: b.Namespace, Name: name}
+		a.refs[key], a.stored = ref, append(a.stored, name)
+	}
+	out := &want{name: w.name, spec: *w.spec.DeepCopy(), resources: w.resources, helm: w.helm}
+	out.spec.Content = ref.DeepCopy()
+	a.wants[w] = out
+	return out, nil
 }
 
 // wanted returns, by cluster namespace, what each targeted cluster gets: def, or the version
@@ -648,7 +716,7 @@ func (r *Reconciler) variant(ctx context.Context, b *fleetv1alpha1.Bundle, tc *f
 // clusters use it), with the Helm values rendered for it when they are a template; the status
 // of the customizations in use, in spec order; the clusters whose values do not render, and
 // those whose agent would install the template itself (both keep what they run), with why.
-func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *want, targeted map[string]*fleetv1alpha1.Cluster) (
+func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *want, targeted map[string]*fleetv1alpha1.Cluster, inUse func(string) bool) (
 	out map[string]*want, status []fleetv1alpha1.CustomizationStatus, failed, oldAgent map[string]string, err error) {
 	out = make(map[string]*want, len(targeted))
 	templated := b.Spec.Helm != nil && b.Spec.Helm.TemplateValues
@@ -673,7 +741,7 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 		w := def
 		if tc != nil {
 			if w = byName[tc.Name]; w == nil {
-				if w, err = r.variant(ctx, b, tc); err != nil {
+				if w, err = r.variant(ctx, b, tc, inUse); err != nil {
 					return nil, nil, nil, nil, err
 				}
 				byName[tc.Name] = w
@@ -695,7 +763,7 @@ func (r *Reconciler) wanted(ctx context.Context, b *fleetv1alpha1.Bundle, def *w
 		}
 		// The content (chart and template) is shared; the rendered values go in the
 		// cluster's own BundleDeployment.
-		own := &want{name: w.name, spec: *w.spec.DeepCopy()}
+		own := &want{name: w.name, spec: *w.spec.DeepCopy(), resources: w.resources, helm: w.helm}
 		own.spec.Options.HelmValues = values
 		own.spec.DeploymentID = templatedID(w.spec.DeploymentID, values)
 		out[ns] = own

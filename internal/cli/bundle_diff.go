@@ -315,6 +315,12 @@ func deployedContent(ctx context.Context, c client.Client, b *fleetv1alpha1.Bund
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, bc); err != nil {
 			return nil, fmt.Errorf("read content %s/%s of BundleDeployment %s/%s: %w", ref.Namespace, ref.Name, bd.Namespace, bd.Name, err)
 		}
+		if ref.SHA256 != "" && bc.SHA256 != ref.SHA256 {
+			// The slot was reused by a later version before this cluster got it: what it
+			// runs is no longer stored (drover is moving it on).
+			return nil, fmt.Errorf("content %s/%s of BundleDeployment %s/%s holds a later version than the cluster's (%.12s, not %.12s): "+
+				"the BundleDeployment is being updated; run the diff again", ref.Namespace, ref.Name, bd.Namespace, bd.Name, bc.SHA256, ref.SHA256)
+		}
 		out.manifests = append(append([]runtime.RawExtension{}, out.manifests...), bc.Manifests...)
 		out.helm = withValues(bc.Helm, bd.Spec.Options.HelmValues)
 	}

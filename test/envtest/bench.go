@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/agent/heartbeat"
 )
 
 // Parallel runs f(0..n-1), workers at a time: benchmarks create their fleets with it.
@@ -129,7 +130,8 @@ func BenchClusterLabels() map[string]string { return map[string]string{"bench": 
 // RegisterBenchClusters creates n fleet Clusters c-0000, c-0001, ... labelled
 // BenchClusterLabels in the default workspace, as registration leaves them, waits until the
 // cluster controller (running against c) has given each its namespace, and has each agent
-// check in once (status.agent.lastSeen), so each also gets its agent Bundle.
+// check in once as a current agent (status.agent.lastSeen and features), so each also gets its
+// agent Bundle.
 func RegisterBenchClusters(tb testing.TB, c client.Client, n int) {
 	tb.Helper()
 	ctx, ws := tb.Context(), fleetv1alpha1.DefaultWorkspaceNamespace
@@ -165,7 +167,8 @@ func RegisterBenchClusters(tb testing.TB, c client.Client, n int) {
 			return
 		}
 		before := cl.DeepCopy()
-		cl.Status.Agent.LastSeen = &now
+		// Checked in as a current agent, with what it reports it can do.
+		cl.Status.Agent.LastSeen, cl.Status.Agent.FeaturesSeen, cl.Status.Agent.Features = &now, &now, heartbeat.Features
 		if err := c.Status().Patch(ctx, cl, client.MergeFrom(before)); err != nil {
 			tb.Error(err)
 		}

@@ -157,7 +157,7 @@ type BundleTargetCustomization struct {
 // +kubebuilder:validation:XValidation:rule="has(self.helm) || !has(self.targetCustomizations) || self.targetCustomizations.all(t, !has(t.helmValues))",message="targetCustomizations of a Bundle without helm set resources, not helmValues"
 type BundleSpec struct {
 	// Resources are the Kubernetes objects to deploy. They are stored once, in a BundleContent
-	// named after their sha256, which every BundleDeployment of the Bundle references.
+	// (one of the Bundle's content slots), which every BundleDeployment of the Bundle references.
 	// +kubebuilder:validation:MaxItems=1000
 	// +listType=atomic
 	// +optional
@@ -329,10 +329,12 @@ type BundleList struct {
 	Items           []Bundle `json:"items"`
 }
 
-// BundleContent is the immutable, content-addressed manifests (or Helm chart and values) of a
-// Bundle version, stored once in the workspace namespace and referenced by every
-// BundleDeployment of that version. Its name is "s-" + the hex sha256 of the JSON-encoded
-// manifests (with Helm: of the JSON of manifests and helm).
+// BundleContent is the manifests (or Helm chart and values) of a Bundle version, stored once in
+// the workspace namespace and referenced by every BundleDeployment of that version. It is
+// either one of a Bundle's content slots (per target customization, a few names reused by its
+// versions, so that a cluster's access Role names the same slots from commit to commit; the
+// BundleDeployment names the sha256 it must hold), or, for older agents, immutable and named
+// "s-" + the hex sha256 of the JSON-encoded manifests (with Helm: of manifests and helm).
 // Not in the drover or fleet kubectl categories: it is storage, and large.
 // +kubebuilder:object:root=true
 type BundleContent struct {

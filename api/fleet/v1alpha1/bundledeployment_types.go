@@ -44,9 +44,16 @@ type ContentReference struct {
 	// Namespace of the BundleContent (the workspace namespace of the cluster).
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
-	// Name of the BundleContent ("s-" + hex sha256 of its manifests).
+	// Name of the BundleContent: one of its Bundle's content slots ("BUNDLE-HASH-N", reused by
+	// later versions once nothing references it) when sha256 is set, else "s-" + hex sha256 of
+	// its manifests (immutable; for agents without AgentFeatureContentSlots).
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
+	// SHA256 is the content's sha256 when Name is a content slot: the agent applies the content
+	// only when the slot holds this version (a slot is reused, so it may hold a later one).
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // BundleDeploymentSpec is the work for one cluster.

@@ -96,6 +96,12 @@ const AgentFeatureHelmValues = "helmValues"
 // cluster. An agent without it would install the release without those values.
 const AgentFeatureHelmValuesFrom = "helmValuesFrom"
 
+// AgentFeatureContentSlots means the agent reads a BundleDeployment's content from a content
+// slot, checking the sha256 it names (spec.content.sha256). An agent without it keeps the
+// contents it read by name and would apply an older version from a reused slot: it gets
+// immutable content-addressed BundleContents instead.
+const AgentFeatureContentSlots = "contentSlots"
+
 // ReportedFeatures are the features the agent's last check-in reported (nil: none, or a list
 // left by an earlier agent).
 func (a *AgentStatus) ReportedFeatures() []string {

@@ -257,6 +257,26 @@ func TestContentNotReadableIsTransient(t *testing.T) {
 		configMapContent(t, ns, "s-red", "red")
 		access.waitApplied(t, bd.Name, "red")
 	})
+	// A content slot the BundleDeployment names with a version it does not hold (yet): the
+	// slot was reused, or the BundleDeployment came before the slot's new content.
+	t.Run("slot holds another version", func(t *testing.T) {
+		slot := configMapContent(t, ns, "web-1a2b3c4d5e-0", "purple")
+		access.grant(t, slot.Name)
+		cur := access.bd(t, bd.Name)
+		patch := client.MergeFrom(cur.DeepCopy())
+		cur.Spec.DeploymentID = "s-yellow:a"
+		cur.Spec.Content = &fleetv1alpha1.ContentReference{Namespace: ns, Name: slot.Name, SHA256: "yellow"}
+		if err := env.Client.Patch(ctx, cur, patch); err != nil {
+			t.Fatal(err)
+		}
+		access.waitNotReadable(t, bd.Name, ns+"/"+slot.Name, "it holds version "+slot.Name[:12]+", not yellow yet")
+		slot.SHA256 = "yellow"
+		slot.Manifests[0].Raw = []byte(strings.Replace(string(slot.Manifests[0].Raw), "purple", "yellow", 1))
+		if err := env.Client.Update(ctx, slot); err != nil {
+			t.Fatal(err)
+		}
+		access.waitApplied(t, bd.Name, "yellow")
+	})
 
 	for _, c := range history.all() {
 		if c.Status == metav1.ConditionFalse {

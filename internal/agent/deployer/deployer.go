@@ -365,12 +365,14 @@ func (r *Reconciler) objects(ctx context.Context, bd *fleetv1alpha1.BundleDeploy
 	return out, helm, nil
 }
 
-// readContent gets a BundleContent. Contents are immutable (named by their hash), so they are
-// kept in memory.
+// readContent gets a BundleContent: from a content slot, the version ref.SHA256 names (a slot
+// is reused by later versions), else a content-addressed one. A version never changes, so it is
+// kept in memory by name and sha256.
 func (r *Reconciler) readContent(ctx context.Context, ref fleetv1alpha1.ContentReference) (*fleetv1alpha1.BundleContent, error) {
 	id := ref.Namespace + "/" + ref.Name
+	key := id + "@" + ref.SHA256
 	r.mu.Lock()
-	c, ok := r.content[id]
+	c, ok := r.content[key]
 	r.mu.Unlock()
 	if ok {
 		return c, nil
@@ -382,11 +384,14 @@ func (r *Reconciler) readContent(ctx context.Context, ref fleetv1alpha1.ContentR
 		}
 		return nil, fmt.Errorf("read content %s: %w", id, err)
 	}
+	if ref.SHA256 != "" && bc.SHA256 != ref.SHA256 {
+		return nil, &contentUnreadable{id: id, err: &otherVersion{has: bc.SHA256, want: ref.SHA256}}
+	}
 	r.mu.Lock()
 	if r.content == nil || len(r.content) >= contentCacheEntries {
 		r.content = map[string]*fleetv1alpha1.BundleContent{}
 	}
-	r.content[id] = bc
+	r.content[key] = bc
 	r.mu.Unlock()
 	return bc, nil
 }
@@ -402,6 +407,15 @@ type contentUnreadable struct {
 
 func (e *contentUnreadable) Error() string { return "read content " + e.id + ": " + e.err.Error() }
 func (e *contentUnreadable) Unwrap() error { return e.err }
+
+// otherVersion: a content slot holds another version than the BundleDeployment names. Expected
+// for a moment: the slot was reused by a later version, and the BundleDeployment naming it is
+// on its way (or the slot's new content is, when the BundleDeployment came first).
+type otherVersion struct{ has, want string }
+
+func (e *otherVersion) Error() string {
+	return fmt.Sprintf("it holds version %.12s, not %.12s", e.has, e.want)
+}
 
 // waitContent reports a BundleDeployment whose content is not readable (yet) and retries it
 // with backoff: Applied=Unknown, reason ContentNotReadable (the Bundle counts it pending) for up
@@ -425,13 +439,20 @@ func (r *Reconciler) waitContent(ctx context.Context, bd, before *fleetv1alpha1.
 		wait = defaultContentWait
 	}
 	notFound := apierrors.IsNotFound(cu.err)
+	var other *otherVersion
+	stale := errors.As(cu.err, &other)
 	bd.Status.Ready = false
 	if (waiting && applied.Status == metav1.ConditionFalse) || elapsed >= wait {
 		var msg string
-		if notFound {
+		switch {
+		case stale:
+			msg = fmt.Sprintf("BundleContent %s still holds another version after %s: drover reused it for another version while this "+
+				"BundleDeployment names an older one; check that drover server runs (it updates the BundleDeployment) (%v)",
+				cu.id, wait.Round(time.Second), cu.err)
+		case notFound:
 			msg = fmt.Sprintf("BundleContent %s still not found after %s: it was deleted or never written; check that drover server runs (%v)",
 				cu.id, wait.Round(time.Second), cu.err)
-		} else {
+		default:
 			role := "the cluster's access Role"
 			if r.AccessRole != "" {
 				role += " (" + r.AccessRole + ")"
@@ -451,7 +472,10 @@ func (r *Reconciler) waitContent(ctx context.Context, bd, before *fleetv1alpha1.
 		return ctrl.Result{RequeueAfter: contentRetryMax}, nil
 	}
 	why := "not allowed to read it yet: the cluster's access Role is being updated"
-	if notFound {
+	switch {
+	case stale:
+		why = cu.err.Error() + " yet"
+	case notFound:
 		why = "not found yet"
 	}
 	msg := fmt.Sprintf("Waiting to read BundleContent %s (%s); retrying", cu.id, why)

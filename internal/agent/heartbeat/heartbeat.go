@@ -21,7 +21,7 @@ import (
 )
 
 // Features are what this agent reports it can do (fleetv1alpha1.AgentFeature*).
-var Features = []string{fleetv1alpha1.AgentFeatureHelmValues, fleetv1alpha1.AgentFeatureHelmValuesFrom}
+var Features = []string{fleetv1alpha1.AgentFeatureHelmValues, fleetv1alpha1.AgentFeatureHelmValuesFrom, fleetv1alpha1.AgentFeatureContentSlots}
 
 // Beat patches the Cluster's agent status once; downstreamErr is why the agent's own cluster's
 // API server did not answer ("": it did).

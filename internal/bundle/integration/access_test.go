@@ -77,8 +77,7 @@ func TestContentAccess(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), fb) })
 	plainOnly, fullOnly := bundleContent(t, b.Name), bundleContent(t, fb.Name)
-	// Identical content is stored once: both clusters' agent Bundles share one BundleContent
-	// while their settings are equal, and both identities may read it.
+	// Each agent Bundle has its own content slots.
 	agentContent := bundleContent(t, agentmgmt.BundleName(plainName))
 	for _, tc := range []struct {
 		identity, content string

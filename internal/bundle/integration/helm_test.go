@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
@@ -207,33 +205,7 @@ func TestHelmBundle(t *testing.T) {
 func TestTemplatedValuesWaitForTheAgent(t *testing.T) {
 	ctx := t.Context()
 	const ns, oldName = "tpl-agent", "old-agent"
-	old := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: oldName}}
-	if err := mgmt.Client.Create(ctx, old); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), old) })
-	eventually(t, 30*time.Second, func() error {
-		if getCluster(t, oldName).Status.Namespace == "" {
-			return errors.New("no cluster namespace yet")
-		}
-		return nil
-	})
-	// What an agent older than the feature reports: a heartbeat with its version only.
-	var lastSeen time.Time
-	beat := func(extra string) {
-		t.Helper()
-		// Each beat a second later than the last, as an agent's are.
-		if now := time.Now().UTC().Truncate(time.Second); now.After(lastSeen) {
-			lastSeen = now
-		} else {
-			lastSeen = lastSeen.Add(time.Second)
-		}
-		now := lastSeen.Format(time.RFC3339)
-		patch := fmt.Sprintf(`{"status":{"agent":{"lastSeen":%q,"version":"v0.1.0"%s}}}`, now, strings.ReplaceAll(extra, "NOW", now))
-		if err := mgmt.Client.Status().Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	beat := fakeAgent(t, oldName)
 	beat("")
 
 	chart, err := helmchart.Package(map[string][]byte{

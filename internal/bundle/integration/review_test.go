@@ -22,6 +22,7 @@ import (
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/deployer"
 	clusterctrl "github.com/droverhq/drover/internal/registration/cluster"
+	"github.com/droverhq/drover/internal/bundle/content"
 	"github.com/droverhq/drover/internal/registration/names"
 )
 
@@ -207,8 +208,12 @@ func TestContentAccessRoleRepaired(t *testing.T) {
 		}
 		var contents []string
 		for _, bd := range bds.Items {
-			if ref := bd.Spec.Content; ref != nil && !slices.Contains(contents, ref.Name) {
-				contents = append(contents, ref.Name)
+			if ref := bd.Spec.Content; ref != nil {
+				for _, n := range content.Grants(*ref) {
+					if !slices.Contains(contents, n) {
+						contents = append(contents, n)
+					}
+				}
 			}
 		}
 		slices.Sort(contents)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -279,3 +281,36 @@ func raw(t testing.TB, objs ...runtime.Object) []runtime.RawExtension {
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// fakeAgent creates Cluster name in the workspace without an agent and returns what its agent
+// would do: check in as an agent of version v0.1.0, older than every agent feature, reporting
+// extra status.agent fields (NOW in them is the check-in's time).
+func fakeAgent(t *testing.T, name string) (beat func(extra string)) {
+	t.Helper()
+	c := &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: name}}
+	if err := mgmt.Client.Create(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), c) })
+	eventually(t, 30*time.Second, func() error {
+		if getCluster(t, name).Status.Namespace == "" {
+			return errors.New("no cluster namespace yet")
+		}
+		return nil
+	})
+	var lastSeen time.Time
+	return func(extra string) {
+		t.Helper()
+		// Each beat a second later than the last, as an agent's are.
+		if now := time.Now().UTC().Truncate(time.Second); now.After(lastSeen) {
+			lastSeen = now
+		} else {
+			lastSeen = lastSeen.Add(time.Second)
+		}
+		now := lastSeen.Format(time.RFC3339)
+		patch := fmt.Sprintf(`{"status":{"agent":{"lastSeen":%q,"version":"v0.1.0"%s}}}`, now, strings.ReplaceAll(extra, "NOW", now))
+		if err := mgmt.Client.Status().Patch(t.Context(), c, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

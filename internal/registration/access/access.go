@@ -1,6 +1,7 @@
 // Package access keeps each registered cluster's workspace access Role, names.ClusterAccessRole:
 // its agent's right to patch its Cluster's status and to get exactly the BundleContents its
-// BundleDeployments reference. Registration owns every Role of a cluster's identities; this is
+// BundleDeployments reference (for a content slot, the slots its next version may use:
+// content.Grants). Registration owns every Role of a cluster's identities; this is
 // the one that follows the cluster's work (the clusterregistration controller creates it, with
 // the status rule, before binding it at the grant).
 package access
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
+	"github.com/droverhq/drover/internal/bundle/content"
 	clusterctrl "github.com/droverhq/drover/internal/registration/cluster"
 	"github.com/droverhq/drover/internal/registration/internal/kube"
 	"github.com/droverhq/drover/internal/registration/names"
@@ -98,8 +100,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var contents []string
 	for _, bd := range bds.Items {
-		if ref := bd.Spec.Content; ref != nil && ref.Namespace == c.Namespace && !slices.Contains(contents, ref.Name) {
-			contents = append(contents, ref.Name)
+		if ref := bd.Spec.Content; ref != nil && ref.Namespace == c.Namespace {
+			// A content slot's sibling too: the next commit moves the cluster to it without a
+			// write here.
+			for _, n := range content.Grants(*ref) {
+				if !slices.Contains(contents, n) {
+					contents = append(contents, n)
+				}
+			}
 		}
 	}
 	slices.Sort(contents)
