@@ -21,8 +21,8 @@ import (
 
 	fleetv1alpha1 "github.com/droverhq/drover/api/fleet/v1alpha1"
 	"github.com/droverhq/drover/internal/agent/deployer"
-	clusterctrl "github.com/droverhq/drover/internal/registration/cluster"
 	"github.com/droverhq/drover/internal/bundle/content"
+	clusterctrl "github.com/droverhq/drover/internal/registration/cluster"
 	"github.com/droverhq/drover/internal/registration/names"
 )
 
