@@ -131,7 +131,7 @@ func internBundleDeployment(bd *fleetv1alpha1.BundleDeployment) {
 	s.DeploymentID = intern(s.DeploymentID)
 	s.Options.DefaultNamespace = intern(s.Options.DefaultNamespace)
 	if s.Content != nil {
-		s.Content.Namespace, s.Content.Name = intern(s.Content.Namespace), intern(s.Content.Name)
+		s.Content.Namespace, s.Content.Name, s.Content.SHA256 = intern(s.Content.Namespace), intern(s.Content.Name), intern(s.Content.SHA256)
 	}
 	st := &bd.Status
 	st.AppliedDeploymentID = intern(st.AppliedDeploymentID)

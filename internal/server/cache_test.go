@@ -39,7 +39,8 @@ func fullBundleDeployment(cluster string) *fleetv1alpha1.BundleDeployment {
 			Options: fleetv1alpha1.BundleDeploymentOptions{DefaultNamespace: "default", ForceConflicts: true, CorrectDrift: true,
 				ForceSyncGeneration: 2, Diff: &fleetv1alpha1.BundleDiff{}},
 			Manifests: []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`)}},
-			Content:   &fleetv1alpha1.ContentReference{Namespace: "drover-default", Name: "s-0123456789abcdef"},
+			Content: &fleetv1alpha1.ContentReference{Namespace: "drover-default", Name: "app-0123456789-0",
+				SHA256: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"},
 		},
 		Status: fleetv1alpha1.BundleDeploymentStatus{
 			AppliedDeploymentID: "s-0123456789ab:cafe", AppliedSyncGeneration: 2, Ready: true, NonModified: true,
@@ -139,6 +140,7 @@ func TestTransformForCacheSharesStrings(t *testing.T) {
 	for name, pair := range map[string][2]string{
 		"deploymentID":  {a.Spec.DeploymentID, b.Spec.DeploymentID},
 		"content name":  {a.Spec.Content.Name, b.Spec.Content.Name},
+		"content sha":   {a.Spec.Content.SHA256, b.Spec.Content.SHA256},
 		"label value":   {a.Labels["fleet.drover.io/bundle-name"], b.Labels["fleet.drover.io/bundle-name"]},
 		"resource kind": {a.Status.Resources[0].Kind, b.Status.Resources[0].Kind},
 		"condition":     {a.Status.Conditions[0].Message, b.Status.Conditions[0].Message},

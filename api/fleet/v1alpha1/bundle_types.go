@@ -278,8 +278,9 @@ type BundleStatus struct {
 	// +optional
 	Content string `json:"content,omitempty"`
 	// Contents lists every BundleContent this Bundle's BundleDeployments may reference (the
-	// current one and older ones still rolling out). A BundleContent no Bundle lists is deleted.
-	// +kubebuilder:validation:MaxItems=100
+	// current one and older ones still rolling out, in slots and, for older agents,
+	// content-addressed). A BundleContent no Bundle lists is deleted.
+	// +kubebuilder:validation:MaxItems=300
 	// +listType=atomic
 	// +optional
 	Contents []string `json:"contents,omitempty"`
