@@ -19,9 +19,12 @@ import (
 	"github.com/droverhq/drover/internal/server"
 )
 
+// cluster is a registered Cluster whose agent checked in reporting content slots.
 func cluster(name string, labels map[string]string) *fleetv1alpha1.Cluster {
+	seen := metav1.NewTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	return &fleetv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: name, Labels: labels, UID: types.UID("uid-" + name)},
-		Status: fleetv1alpha1.ClusterStatus{Namespace: "cluster-" + name}}
+		Status: fleetv1alpha1.ClusterStatus{Namespace: "cluster-" + name, Agent: fleetv1alpha1.AgentStatus{LastSeen: &seen, FeaturesSeen: &seen,
+			Features: []string{fleetv1alpha1.AgentFeatureContentSlots}}}}
 }
 
 func TestTargets(t *testing.T) {
@@ -307,13 +310,14 @@ func TestTargetCustomizations(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(b), got); err != nil {
 		t.Fatal(err)
 	}
-	// Three distinct contents (default, prod, dev), each stored once and kept by status.contents.
+	// Four versions in use (default, prod2-only, prod, dev), each stored once, in its own
+	// content slot, and kept by status.contents.
 	var contents fleetv1alpha1.BundleContentList
 	if err := c.List(ctx, &contents); err != nil {
 		t.Fatal(err)
 	}
-	if len(contents.Items) != 3 || len(got.Status.Contents) != 3 {
-		t.Errorf("%d BundleContents, status.contents %v; want 3", len(contents.Items), got.Status.Contents)
+	if len(contents.Items) != 4 || len(got.Status.Contents) != 4 {
+		t.Errorf("%d BundleContents, status.contents %v; want 4", len(contents.Items), got.Status.Contents)
 	}
 	if n := len(got.Status.Customizations); n != 3 { // prod-again is used by no cluster
 		t.Errorf("status.customizations %+v", got.Status.Customizations)
@@ -355,8 +359,8 @@ func TestTargetCustomizations(t *testing.T) {
 	if err := c.List(ctx, &contents); err != nil {
 		t.Fatal(err)
 	}
-	if len(contents.Items) != 3 {
-		t.Errorf("%d BundleContents after the change, want 3", len(contents.Items))
+	if len(contents.Items) != 4 {
+		t.Errorf("%d BundleContents after the change, want 4", len(contents.Items))
 	}
 }
 

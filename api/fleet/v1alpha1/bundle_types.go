@@ -307,6 +307,7 @@ type BundleStatus struct {
 
 // Bundle is a set of manifests deployed to the Clusters it targets, through one
 // BundleDeployment per cluster.
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a Bundle's name is at most 63 characters: it is the value of the fleet.drover.io/bundle-name label of its BundleDeployments and contents"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories={drover,fleet}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -134,6 +136,29 @@ func TestContentSlots(t *testing.T) {
 		}
 		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: "s-" + lastSum}, &fleetv1alpha1.BundleContent{}); !isNotFound(err) {
 			return fmt.Errorf("the old agent's content s-%s after the Bundle's deletion: %v", lastSum, err)
+		}
+		return nil
+	})
+}
+
+// TestBundleNameLength: a Bundle's name labels its BundleDeployments and content slots, so one
+// over 63 characters is refused when it is created, naming why; one of 63 is deployed.
+func TestBundleNameLength(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	long := unique("name") + "-" + strings.Repeat("x", 63)
+	spec := fleetv1alpha1.BundleSpec{DefaultNamespace: "default", Targets: []fleetv1alpha1.BundleTarget{{ClusterName: plainName}}}
+	tooLong := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: long[:64]}, Spec: spec}
+	tooLong.Spec.Resources = raw(t, configMap("", "too-long", nil))
+	if err := mgmt.Client.Create(ctx, tooLong); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "at most 63 characters") {
+		t.Fatalf("a 64-character name: %v, want Invalid saying at most 63 characters", err)
+	}
+	ok := &fleetv1alpha1.Bundle{ObjectMeta: metav1.ObjectMeta{Namespace: ws, Name: long[:63]}, Spec: spec}
+	ok.Spec.Resources = raw(t, configMap("", "long-name", nil))
+	createBundle(t, ok)
+	waitBundleDeployment(t, plainName, ok.Name, 30*time.Second, func(bd *fleetv1alpha1.BundleDeployment) error {
+		if bd.Status.AppliedDeploymentID != bd.Spec.DeploymentID || bd.Spec.Content == nil || bd.Spec.Content.SHA256 == "" {
+			return fmt.Errorf("deployment %s applied %s, content %+v: want applied from a slot", bd.Spec.DeploymentID, bd.Status.AppliedDeploymentID, bd.Spec.Content)
 		}
 		return nil
 	})
