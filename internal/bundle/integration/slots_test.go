@@ -122,8 +122,12 @@ func TestContentSlots(t *testing.T) {
 		return out, nil
 	}
 	eventually(t, 30*time.Second, func() error {
-		if got, err := inUse(); err != nil || !slices.Equal(got, []string{lastSlot}) {
-			return fmt.Errorf("slots %v (%v), want only %s", got, err, lastSlot)
+		got, err := inUse()
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, []string{lastSlot}) {
+			return fmt.Errorf("slots %v, want only %s", got, lastSlot)
 		}
 		return nil
 	})
@@ -131,11 +135,15 @@ func TestContentSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, func() error {
-		if got, err := inUse(); err != nil || len(got) > 0 {
-			return fmt.Errorf("slots %v (%v) after the Bundle's deletion", got, err)
+		got, err := inUse()
+		if err != nil {
+			return err
+		}
+		if len(got) > 0 {
+			return fmt.Errorf("slots %v after the Bundle's deletion", got)
 		}
 		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ws, Name: "s-" + lastSum}, &fleetv1alpha1.BundleContent{}); !isNotFound(err) {
-			return fmt.Errorf("the old agent's content s-%s after the Bundle's deletion: %v", lastSum, err)
+			return fmt.Errorf("the old agent's content s-%s after the Bundle's deletion: %w", lastSum, err)
 		}
 		return nil
 	})
