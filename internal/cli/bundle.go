@@ -92,6 +92,9 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 				return err
 			}
 			dry = d
+			if len(name) > maxBundleName {
+				return usageErrorf("--name %q: at most %d characters (a Bundle's name labels its BundleDeployments)", name, maxBundleName)
+			}
 			resources, isDir, err := readManifests(dir, cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -104,6 +107,9 @@ func newBundleApplyCommand(k *kubeOptions) *cobra.Command {
 					name = filepath.Base(filepath.Clean(dir))
 				default:
 					name = strings.TrimSuffix(filepath.Base(dir), filepath.Ext(dir))
+				}
+				if len(name) > maxBundleName {
+					return usageErrorf("the Bundle would be named after %q, longer than %d characters: name it with --name", name, maxBundleName)
 				}
 			}
 			b := &fleetv1alpha1.Bundle{TypeMeta: metav1.TypeMeta{APIVersion: fleetv1alpha1.GroupVersion.String(), Kind: "Bundle"},
@@ -379,6 +385,9 @@ func bundleTargets(b *fleetv1alpha1.Bundle) string {
 	}
 	return orDash(strings.Join(ts, ","))
 }
+
+// maxBundleName is the longest Bundle name the API server accepts (the CRD's rule).
+const maxBundleName = 63
 
 func printBundleStatus(w io.Writer, b *fleetv1alpha1.Bundle) error {
 	s := b.Status.Summary

@@ -43,6 +43,8 @@ func TestExitCodes(t *testing.T) {
 		{"empty jsonpath", []string{"cluster", "list", "-o", "jsonpath="}, ExitUsage, "-o jsonpath= needs a template"},
 		{"jsonpath without template", []string{"cluster", "list", "-o", "jsonpath"}, ExitUsage, "-o jsonpath needs a template"},
 		{"server dry run", []string{"bundle", "apply", "-f", ".", "--cluster", "x", "--dry-run=server"}, ExitUsage, "--dry-run=server: drover prints the Bundle with --dry-run=client"},
+		{"bundle name too long", []string{"bundle", "apply", "-f", ".", "--cluster", "x", "--name", strings.Repeat("a", 64)}, ExitUsage,
+			"--name \"" + strings.Repeat("a", 64) + "\": at most 63 characters"},
 		{"unknown flag", []string{"cluster", "list", "--bogus"}, ExitUsage, "unknown flag: --bogus"},
 		{"missing argument", []string{"cluster", "get"}, ExitUsage, "requires at least 1 arg(s)"},
 		{"required flag", []string{"agent", "install"}, ExitUsage, `required flag(s) "token" not set`},

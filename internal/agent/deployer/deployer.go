@@ -446,9 +446,9 @@ func (r *Reconciler) waitContent(ctx context.Context, bd, before *fleetv1alpha1.
 		var msg string
 		switch {
 		case stale:
-			msg = fmt.Sprintf("BundleContent %s still holds another version after %s: drover reused it for another version while this "+
-				"BundleDeployment names an older one; check that drover server runs (it updates the BundleDeployment) (%v)",
-				cu.id, wait.Round(time.Second), cu.err)
+			msg = fmt.Sprintf("BundleContent %s still holds another version than this BundleDeployment names after %s: drover "+
+				"writes a version to a slot before pointing BundleDeployments at it, and moves them off a slot before reusing it; "+
+				"check that drover server runs (%v)", cu.id, wait.Round(time.Second), cu.err)
 		case notFound:
 			msg = fmt.Sprintf("BundleContent %s still not found after %s: it was deleted or never written; check that drover server runs (%v)",
 				cu.id, wait.Round(time.Second), cu.err)
